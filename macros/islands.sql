@@ -1,0 +1,245 @@
+{#- Gaps and islands over (seed ∪ window events), shared by the batch recompute and both incremental state models.
+
+    events: relation or CTE name with tenant_id, entity_id, state_id, event_time, ingested_at.
+    seed:   none (walk from the beginning of history) or a relation or CTE name with one stored row per entity:
+            tenant_id, entity_id, state_id, start_time, last_event_ts, states_at_last_event_ts, watermark_ingested_at.
+
+    Returns one row per stay of every entity that has an applied event: the stays the window closed (is_open false)
+    and the stay that is open after it (is_open true). A stay that started before the window rides in on the seed
+    with its true start_time. -#}
+{% macro entity_state_islands(events, seed=none) %}
+with
+
+applied_events as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at
+    from ({{ entity_state.classify_window_events(events, seed) }}) as classified
+    where not is_late
+        and not is_seen_before
+),
+
+points as (
+    {%- if seed is not none %}
+    -- the stored open stay of each entity the window advances, placed before all of its new events
+    select
+        seed_rows.tenant_id,
+        seed_rows.entity_id,
+        seed_rows.state_id,
+        0 as point_rank,
+        seed_rows.last_event_ts as event_time,
+        cast(null as timestamp) as ingested_at,
+        seed_rows.start_time as point_start_time,
+        seed_rows.last_event_ts as point_last_event_ts,
+        seed_rows.last_event_ts as seed_last_event_ts,
+        seed_rows.states_at_last_event_ts as seed_states_at_last_event_ts
+    from {{ seed }} as seed_rows
+    left semi join applied_events
+        on seed_rows.tenant_id = applied_events.tenant_id
+        and seed_rows.entity_id = applied_events.entity_id
+
+    union all
+    {%- endif %}
+
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        1 as point_rank,
+        event_time,
+        ingested_at,
+        event_time as point_start_time,
+        event_time as point_last_event_ts,
+        cast(null as timestamp) as seed_last_event_ts,
+        cast(null as array<string>) as seed_states_at_last_event_ts
+    from applied_events
+),
+
+sequenced as (
+    select
+        *,
+        lag(state_id) over entity_points as previous_state_id
+    from points
+    window entity_points as (
+        partition by tenant_id, entity_id
+        order by point_rank, event_time, ingested_at, state_id
+    )
+),
+
+flagged as (
+    select
+        *,
+        coalesce(previous_state_id <> state_id, true) as is_island_start
+    from sequenced
+),
+
+numbered as (
+    select
+        *,
+        sum(case when is_island_start then 1 else 0 end) over (
+            partition by tenant_id, entity_id
+            order by point_rank, event_time, ingested_at, state_id
+            rows between unbounded preceding and current row
+        ) as island_number
+    from flagged
+),
+
+islands as (
+    select
+        tenant_id,
+        entity_id,
+        island_number,
+        max(state_id) as state_id,
+        max(case when is_island_start then point_start_time end) as start_time,
+        max(case when is_island_start then ingested_at end) as started_ingested_at,
+        max(point_last_event_ts) as last_event_ts,
+        max(seed_last_event_ts) as seed_last_event_ts,
+        max(seed_states_at_last_event_ts) as seed_states_at_last_event_ts
+    from numbered
+    group by tenant_id, entity_id, island_number
+),
+
+linked as (
+    select
+        *,
+        lead(state_id) over entity_islands as next_state_id,
+        lead(start_time) over entity_islands as end_time,
+        lead(started_ingested_at) over entity_islands as closed_ingested_at,
+        max(last_event_ts) over (partition by tenant_id, entity_id) as entity_last_event_ts
+    from islands
+    window entity_islands as (partition by tenant_id, entity_id order by island_number)
+),
+
+-- the states seen at the entity's latest timestamp; a later batch repeating one of them is a duplicate
+states_at_last as (
+    select
+        *,
+        array_sort(array_distinct(flatten(collect_list(
+            concat(
+                case
+                    when last_event_ts = entity_last_event_ts then array(state_id)
+                    else cast(array() as array<string>)
+                end,
+                case
+                    when seed_last_event_ts = entity_last_event_ts then seed_states_at_last_event_ts
+                    else cast(array() as array<string>)
+                end
+            )
+        ) over (partition by tenant_id, entity_id)))) as states_at_last_event_ts
+    from linked
+),
+
+final as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        closed_ingested_at,
+        states_at_last_event_ts,
+        next_state_id is null as is_open
+    from states_at_last
+)
+
+select * from final
+{% endmacro %}
+
+{#- Classifies the events of a window against the seed, with the same rules the batch recompute uses:
+    - an event the seed has already applied (ingested at or before the seed row's watermark) is dropped;
+    - exact duplicates (same tenant, entity, state and event_time) keep their earliest arrival;
+    - is_late: older than an event of the same entity that arrived in an earlier batch (or than the seed's last
+      event); late events never move the state;
+    - is_seen_before: repeats a state the seed already saw at its latest timestamp.
+    Lateness only looks at earlier batches, so it does not depend on how batches are grouped into runs. -#}
+{% macro classify_window_events(events, seed=none) %}
+with
+
+{%- if seed is not none %}
+
+seed_rows as (
+    select
+        tenant_id as seed_tenant_id,
+        entity_id as seed_entity_id,
+        last_event_ts as seed_last_event_ts,
+        states_at_last_event_ts as seed_states_at_last_event_ts,
+        watermark_ingested_at as seed_watermark_ingested_at
+    from {{ seed }}
+),
+
+unapplied as (
+    select
+        window_events.tenant_id,
+        window_events.entity_id,
+        window_events.state_id,
+        window_events.event_time,
+        window_events.ingested_at,
+        seed_rows.seed_last_event_ts,
+        seed_rows.seed_states_at_last_event_ts
+    from {{ events }} as window_events
+    left join seed_rows
+        on window_events.tenant_id = seed_rows.seed_tenant_id
+        and window_events.entity_id = seed_rows.seed_entity_id
+    where seed_rows.seed_watermark_ingested_at is null
+        or window_events.ingested_at > seed_rows.seed_watermark_ingested_at
+),
+{%- else %}
+
+unapplied as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at,
+        cast(null as timestamp) as seed_last_event_ts,
+        cast(null as array<string>) as seed_states_at_last_event_ts
+    from {{ events }}
+),
+{%- endif %}
+
+first_arrivals as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        min(ingested_at) as ingested_at,
+        max(seed_last_event_ts) as seed_last_event_ts,
+        max(seed_states_at_last_event_ts) as seed_states_at_last_event_ts
+    from unapplied
+    group by tenant_id, entity_id, state_id, event_time
+),
+
+with_earlier_batches as (
+    select
+        *,
+        max(event_time) over (
+            partition by tenant_id, entity_id
+            order by unix_micros(ingested_at)
+            range between unbounded preceding and 1 preceding
+        ) as earlier_batches_last_event_ts
+    from first_arrivals
+),
+
+final as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at,
+        coalesce(event_time < greatest(seed_last_event_ts, earlier_batches_last_event_ts), false) as is_late,
+        coalesce(
+            event_time = seed_last_event_ts and array_contains(seed_states_at_last_event_ts, state_id), false
+        ) as is_seen_before
+    from with_earlier_batches
+)
+
+select * from final
+{% endmacro %}

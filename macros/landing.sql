@@ -1,0 +1,48 @@
+{% macro create_landing_table() %}
+    {{ return(adapter.dispatch('create_landing_table', 'entity_state')()) }}
+{% endmacro %}
+
+{% macro default__create_landing_table() %}
+    {{ exceptions.raise_compiler_error(
+        "create_landing_table has no implementation for the '" ~ target.type ~ "' adapter: declare the landing "
+        ~ "table yourself and remove the on-run-start hook from dbt_project.yml."
+    ) }}
+{% endmacro %}
+
+{#- The landing table is external: dropping it never deletes landed files. It is recreated at the start of every
+    invocation so that its location follows ENTITY_STATE_LANDING_DIR and a long-lived Spark session lists the
+    folder afresh (a cached listing would hide files that landed since the last run). -#}
+{% macro spark__create_landing_table() %}
+    {%- if execute -%}
+        {%- set relation = entity_state._landing_relation() -%}
+        {%- set location = entity_state.landing_dir() -%}
+        {% do run_query("create schema if not exists " ~ adapter.quote(relation.schema)) %}
+        {% do run_query("drop table if exists " ~ relation) %}
+        {% call statement('create_landing_table') -%}
+            create table {{ relation }} (
+                tenant_id string,
+                entity_id string,
+                state_id string,
+                event_time timestamp,
+                ingested_at timestamp
+            )
+            using parquet
+            location '{{ dbt.escape_single_quotes(location) }}'
+        {%- endcall %}
+    {%- endif -%}
+{% endmacro %}
+
+{% macro landing_dir() %}
+    {{ return(env_var('ENTITY_STATE_LANDING_DIR', 'data/landing/events')) }}
+{% endmacro %}
+
+{% macro _landing_relation() %}
+    {{ return(api.Relation.create(
+        database=none, schema=target.schema, identifier='landing_events'
+    )) }}
+{% endmacro %}
+
+{#- When a batch arrived: the stamp the loader wrote, or else the landed file's modification time. -#}
+{% macro landing_ingested_at() %}
+    coalesce(ingested_at, _metadata.file_modification_time)
+{% endmacro %}

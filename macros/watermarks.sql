@@ -1,0 +1,100 @@
+{#- Watermarks are the highest `ingested_at` (as epoch microseconds) a state table has fully applied. They are
+    stored as a table property of the state table itself, so a full refresh (which recreates the table) resets
+    its watermark with it, and no helper table can go stale. -#}
+
+{% macro watermark_property() %}
+    {{ return('entity_state.watermark_micros') }}
+{% endmacro %}
+
+{% macro read_watermark(relation) %}
+    {{ return(adapter.dispatch('read_watermark', 'entity_state')(relation)) }}
+{% endmacro %}
+
+{% macro spark__read_watermark(relation) %}
+    {%- if not execute or relation is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set properties = run_query('show tblproperties ' ~ relation) -%}
+    {%- for row in properties.rows if row[0] == entity_state.watermark_property() -%}
+        {{ return(row[1] | int) }}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}
+
+{#- Renders the marker that `record_watermark` reads back from the compiled SQL, so the watermark recorded after
+    the write is exactly the one the write was computed for, even if new files land in between. -#}
+{% macro watermark_marker(watermark_micros) %}
+    {%- if watermark_micros is not none -%}
+        /* entity_state.next_watermark_micros={{ watermark_micros | int }} */
+    {%- endif -%}
+{% endmacro %}
+
+{#- Post-hook of the two state models: records the watermark the model's compiled SQL was built for. -#}
+{% macro record_watermark() %}
+    {%- if not execute -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set found = modules.re.search('entity_state\\.next_watermark_micros=(\\d+)', model.compiled_code or '') -%}
+    {%- if found is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {{ return(adapter.dispatch('record_watermark', 'entity_state')(this, found.group(1) | int)) }}
+{% endmacro %}
+
+{% macro spark__record_watermark(relation, watermark_micros) %}
+    alter table {{ relation }} set tblproperties ('{{ entity_state.watermark_property() }}' = '{{ watermark_micros }}')
+{% endmacro %}
+
+{#- Highest `ingested_at` that has landed, fixed once when a segments run compiles. -#}
+{% macro landing_high_watermark() %}
+    {%- if not execute -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set result = run_query(
+        'select unix_micros(max(' ~ entity_state.landing_ingested_at() ~ ')) from '
+        ~ source('landing', 'events')
+    ) -%}
+    {%- set value = result.columns[0].values()[0] -%}
+    {{ return(none if value is none else value | int) }}
+{% endmacro %}
+
+{#- How far `entity_state_segments` has emitted closed stays: its recorded watermark, or further if a run wrote
+    rows and then stopped before recording it (the rows themselves then say how far it got). -#}
+{% macro segments_watermark(relation) %}
+    {%- if not execute or relation is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set recorded = entity_state.read_watermark(relation) -%}
+    {%- set query -%}
+        select unix_micros(max(closed_ingested_at)) from {{ relation }}
+        {%- if recorded is not none %}
+        where closed_ingested_date >= to_date({{ entity_state.micros_to_timestamp(recorded) }})
+        {%- endif %}
+    {%- endset -%}
+    {%- set written = run_query(query).columns[0].values()[0] -%}
+    {%- set candidates = [] -%}
+    {%- for value in [recorded, written] if value is not none -%}
+        {%- do candidates.append(value | int) -%}
+    {%- endfor -%}
+    {{ return(candidates | max if candidates else none) }}
+{% endmacro %}
+
+{% macro micros_to_timestamp(micros) %}
+    {%- if micros is none -%}
+        {{ exceptions.raise_compiler_error('micros_to_timestamp needs a number of microseconds, got none') }}
+    {%- endif -%}
+    timestamp_micros({{ micros | int }})
+{% endmacro %}
+
+{#- Filter for the events of the half-open window (low, high]: low none means from the beginning, high none means
+    nothing has landed (or nothing may be processed yet), so no event qualifies. -#}
+{% macro window_predicate(column, low, high) %}
+    {%- if high is none -%}
+        false
+    {%- elif low is none -%}
+        {{ column }} <= {{ entity_state.micros_to_timestamp(high) }}
+    {%- else -%}
+        {{ column }} > {{ entity_state.micros_to_timestamp(low) }}
+        and {{ column }} <= {{ entity_state.micros_to_timestamp(high) }}
+    {%- endif -%}
+{% endmacro %}

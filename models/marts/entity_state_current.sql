@@ -1,0 +1,108 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
+        partition_by=['entity_bucket'],
+        post_hook=["{{ entity_state.record_watermark() }}"],
+    )
+}}
+
+-- depends_on: {{ ref('entity_state_segments') }}
+{#- This table never moves past what entity_state_segments has emitted: the window ends at the segments
+    watermark, so segments can always seed its next walk from the rows stored here. Only the hash buckets that
+    the window touches are rewritten. -#}
+{%- set low = entity_state.read_watermark(this) if is_incremental() else none -%}
+{%- set high = entity_state.segments_watermark(entity_state.state_relation('entity_state_segments')) -%}
+{{ entity_state.watermark_marker(high) }}
+
+with
+
+events as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at
+    from {{ ref('stg_events') }}
+    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+),
+
+{%- if is_incremental() %}
+
+touched_buckets as (
+    select distinct {{ entity_state.entity_bucket() }} as entity_bucket
+    from events
+),
+
+stored as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        states_at_last_event_ts,
+        watermark_ingested_at
+    from {{ this }}
+    where entity_bucket in (select touched_buckets.entity_bucket from touched_buckets)
+),
+{%- endif %}
+
+stays as (
+    {{ entity_state.entity_state_islands('events', 'stored' if is_incremental() else none) }}
+),
+
+open_stays as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        states_at_last_event_ts
+    from stays
+    where is_open
+),
+
+{%- if is_incremental() %}
+
+-- entities in a rewritten bucket that the window did not advance keep their stored stay
+unchanged as (
+    select
+        stored.tenant_id,
+        stored.entity_id,
+        stored.state_id,
+        stored.start_time,
+        stored.last_event_ts,
+        stored.states_at_last_event_ts
+    from stored
+    left anti join open_stays
+        on stored.tenant_id = open_stays.tenant_id
+        and stored.entity_id = open_stays.entity_id
+),
+{%- endif %}
+
+all_stays as (
+    select * from open_stays
+    {%- if is_incremental() %}
+    union all
+    select * from unchanged
+    {%- endif %}
+),
+
+final as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        states_at_last_event_ts,
+        {{ entity_state.micros_to_timestamp(high) if high is not none else 'cast(null as timestamp)' }}
+            as watermark_ingested_at,
+        {{ entity_state.entity_bucket() }} as entity_bucket
+    from all_stays
+)
+
+select * from final

@@ -1,0 +1,84 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy=entity_state.state_write_strategy('append'),
+        partition_by=['closed_ingested_date'],
+        post_hook=["{{ entity_state.record_watermark() }}"],
+    )
+}}
+
+{#- Window of this run. The seed is the current table as stored, read without `ref` (see state_relation); events
+    are read from the lowest watermark any current row may have, and each seed row skips what it already applied.
+    Stays whose closing event arrived at or before `emitted_through` are already in this table and are not emitted
+    again, so a rerun after a failure, or a run alone with `--select`, never duplicates a stay. -#}
+{%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
+{%- set low = entity_state.read_watermark(current_relation) -%}
+{%- set high = entity_state.landing_high_watermark() -%}
+{%- set emitted_through = entity_state.segments_watermark(this) if is_incremental() else none -%}
+{%- set next_watermark = ([emitted_through, high] | reject('none') | list | max) if (emitted_through, high) | reject('none') | list else none -%}
+{{ entity_state.watermark_marker(next_watermark) }}
+
+with
+
+events as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at
+    from {{ ref('stg_events') }}
+    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+),
+
+{%- if current_relation is not none %}
+
+seed as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        states_at_last_event_ts,
+        watermark_ingested_at
+    from {{ current_relation }}
+),
+{%- endif %}
+
+stays as (
+    {{ entity_state.entity_state_islands('events', 'seed' if current_relation is not none else none) }}
+),
+
+closed as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        closed_ingested_at
+    from stays
+    where not is_open
+        {%- if emitted_through is not none %}
+        and closed_ingested_at > {{ entity_state.micros_to_timestamp(emitted_through) }}
+        {%- endif %}
+),
+
+final as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        closed_ingested_at,
+        to_date(closed_ingested_at) as closed_ingested_date
+    from closed
+)
+
+select * from final

@@ -1,0 +1,77 @@
+with
+
+segments as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        closed_ingested_at
+    from {{ ref('entity_state_segments') }}
+),
+
+current_stays as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        watermark_ingested_at
+    from {{ ref('entity_state_current') }}
+),
+
+-- segments may be a run ahead of the current table (it is written first); showing only the stays the current
+-- row has caught up with keeps every timeline consistent, whatever was run last
+caught_up_segments as (
+    select
+        segments.tenant_id,
+        segments.entity_id,
+        segments.state_id,
+        segments.next_state_id,
+        segments.start_time,
+        segments.end_time,
+        segments.last_event_ts
+    from segments
+    inner join current_stays
+        on segments.tenant_id = current_stays.tenant_id
+        and segments.entity_id = current_stays.entity_id
+    where segments.closed_ingested_at <= current_stays.watermark_ingested_at
+),
+
+closed_stays as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        false as is_open
+    from caught_up_segments
+),
+
+open_stays as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        cast(null as string) as next_state_id,
+        start_time,
+        current_timestamp() as end_time,
+        last_event_ts,
+        true as is_open
+    from current_stays
+),
+
+final as (
+    select * from closed_stays
+    union all
+    select * from open_stays
+)
+
+select * from final

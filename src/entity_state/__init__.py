@@ -1,0 +1,1 @@
+"""Helpers around the entity_state dbt project: landing event batches and running the demo."""

@@ -1,0 +1,140 @@
+"""Validate event files and land them as batches in the landing folder the dbt source reads.
+
+A landed batch is one Parquet file with the columns tenant_id, entity_id, state_id (strings), event_time and
+ingested_at (timestamps, UTC). Files are written under a hidden temporary name and renamed into place, so a
+`dbt run` never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+KEY_COLUMNS = ("tenant_id", "entity_id", "state_id")
+REQUIRED_COLUMNS = (*KEY_COLUMNS, "event_time")
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+LANDED_SCHEMA = pa.schema(
+    [*[(name, pa.string()) for name in KEY_COLUMNS], ("event_time", TIMESTAMP), ("ingested_at", TIMESTAMP)]
+)
+DEFAULT_LANDING_DIR = "data/landing/events"
+
+
+class LandingError(ValueError):
+    """A file cannot be landed; the message names the file and what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class LandedBatch:
+    path: Path
+    rows: int
+    ingested_at: datetime
+
+
+def landing_dir() -> Path:
+    return Path(os.environ.get("ENTITY_STATE_LANDING_DIR", DEFAULT_LANDING_DIR))
+
+
+def parse_timestamp(text: str) -> datetime:
+    """ISO 8601 text to an aware UTC datetime; text without an offset is taken as UTC."""
+    value = datetime.fromisoformat(text.strip())
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def read_events(path: Path) -> pa.Table:
+    """Read a CSV or Parquet file of events and return it in the landed schema (ingested_at left null)."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            table = pa_csv.read_csv(
+                path, convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(REQUIRED_COLUMNS, pa.string()))
+            )
+        elif suffix in (".parquet", ".pq"):
+            table = pq.read_table(path)
+        else:
+            raise LandingError(f"{path}: unsupported file type '{suffix}'; use .csv or .parquet")
+    except (OSError, pa.ArrowInvalid) as error:
+        raise LandingError(f"{path}: cannot be read: {error}") from error
+    missing = [name for name in REQUIRED_COLUMNS if name not in table.column_names]
+    if missing:
+        raise LandingError(f"{path}: missing required column(s) {', '.join(missing)}")
+    columns = {name: _as_strings(path, table, name) for name in KEY_COLUMNS}
+    columns["event_time"] = _as_timestamps(path, table, "event_time")
+    columns["ingested_at"] = pa.nulls(table.num_rows, TIMESTAMP)
+    return pa.table(columns, schema=LANDED_SCHEMA)
+
+
+def _as_strings(path: Path, table: pa.Table, name: str) -> pa.ChunkedArray:
+    column = table.column(name)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return column.cast(pa.string())
+    raise LandingError(f"{path}: column {name} must be text, found {column.type}")
+
+
+def _as_timestamps(path: Path, table: pa.Table, name: str) -> pa.Array:
+    column = table.column(name)
+    if pa.types.is_timestamp(column.type):
+        if column.type.tz is None:
+            column = column.cast(pa.timestamp("us")).cast(TIMESTAMP)
+        return column.cast(TIMESTAMP)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        values = []
+        for row, text in enumerate(column.to_pylist(), start=1):
+            try:
+                values.append(None if text is None or not text.strip() else parse_timestamp(text))
+            except ValueError as error:
+                raise LandingError(f"{path}: column {name}, row {row}: cannot parse '{text}' as a timestamp") from error
+        return pa.array(values, TIMESTAMP)
+    raise LandingError(f"{path}: column {name} must be a timestamp or ISO 8601 text, found {column.type}")
+
+
+def slices(table: pa.Table, batches: int) -> list[pa.Table]:
+    """Cut a table into `batches` consecutive slices of near-equal size (none empty unless the table is)."""
+    if batches < 1:
+        raise LandingError(f"--batches must be at least 1, got {batches}")
+    batches = max(1, min(batches, table.num_rows))
+    bounds = [round(i * table.num_rows / batches) for i in range(batches + 1)]
+    return [table.slice(start, end - start) for start, end in zip(bounds, bounds[1:], strict=False)]
+
+
+def land(table: pa.Table, ingested_at: datetime, directory: Path | None = None) -> LandedBatch:
+    """Write one batch, stamped with ingested_at, into the landing folder atomically."""
+    directory = directory or landing_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    stamped = table.set_column(
+        table.schema.get_field_index("ingested_at"), "ingested_at", pa.array([ingested_at] * table.num_rows, TIMESTAMP)
+    )
+    name = f"batch_{ingested_at:%Y%m%dT%H%M%S%f}_{uuid.uuid4().hex[:8]}.parquet"
+    temporary = directory / f".{name}.tmp"
+    pq.write_table(stamped, temporary)
+    final = directory / name
+    os.replace(temporary, final)
+    return LandedBatch(final, table.num_rows, ingested_at)
+
+
+def load_files(
+    paths: Sequence[Path], batches: int = 1, ingested_at: datetime | None = None, directory: Path | None = None
+) -> list[LandedBatch]:
+    """Validate every file first, then land each one (or each of its slices) as a new batch.
+
+    Batches get strictly increasing ingested_at stamps: from the given start time one second apart, or else the
+    time each one lands (at least a microsecond after the previous one).
+    """
+    tables = [read_events(Path(path)) for path in paths]
+    landed = []
+    stamp = ingested_at or datetime.now(UTC)
+    for table in tables:
+        for part in slices(table, batches):
+            landed.append(land(part, stamp, directory))
+            if ingested_at is not None:
+                stamp += timedelta(seconds=1)
+            else:
+                stamp = max(stamp + timedelta(microseconds=1), datetime.now(UTC))
+    return landed
