@@ -50,9 +50,12 @@
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
+    {%- set landing = source('landing', 'events') -%}
+    {%- if adapter.get_relation(database=landing.database, schema=landing.schema, identifier=landing.identifier) is none -%}
+        {{ return(none) }}
+    {%- endif -%}
     {%- set result = run_query(
-        'select unix_micros(max(' ~ entity_state.landing_ingested_at() ~ ')) from '
-        ~ source('landing', 'events')
+        'select unix_micros(max(' ~ entity_state.landing_ingested_at() ~ ')) from ' ~ landing
     ) -%}
     {%- set value = result.columns[0].values()[0] -%}
     {{ return(none if value is none else value | int) }}

@@ -12,6 +12,7 @@ It shares no code with the SQL. The rules, as the README states them:
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ def recompute(events: Iterable[Event]) -> Recompute:
                 runs[-1].append(event)
             else:
                 runs.append([event])
-        for run, following in zip(runs, runs[1:], strict=False):
+        for run, following in itertools.pairwise(runs):
             result.closed.append(
                 ClosedStay(
                     tenant,

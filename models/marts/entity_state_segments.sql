@@ -15,7 +15,10 @@
 {%- set low = entity_state.read_watermark(current_relation) -%}
 {%- set high = entity_state.landing_high_watermark() -%}
 {%- set emitted_through = entity_state.segments_watermark(this) if is_incremental() else none -%}
-{%- set next_watermark = ([emitted_through, high] | reject('none') | list | max) if (emitted_through, high) | reject('none') | list else none -%}
+{%- set known_watermarks = [emitted_through, high] | reject('none') | list -%}
+{%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
+{%- set emitted_after = 'closed_ingested_at > ' ~ entity_state.micros_to_timestamp(emitted_through)
+    if emitted_through is not none else 'true' -%}
 {{ entity_state.watermark_marker(next_watermark) }}
 
 with
@@ -62,9 +65,7 @@ closed as (
         closed_ingested_at
     from stays
     where not is_open
-        {%- if emitted_through is not none %}
-        and closed_ingested_at > {{ entity_state.micros_to_timestamp(emitted_through) }}
-        {%- endif %}
+        and {{ emitted_after }}
 ),
 
 final as (

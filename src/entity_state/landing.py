@@ -7,6 +7,7 @@ ingested_at (timestamps, UTC). Files are written under a hidden temporary name a
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from collections.abc import Sequence
@@ -101,7 +102,7 @@ def slices(table: pa.Table, batches: int) -> list[pa.Table]:
         raise LandingError(f"--batches must be at least 1, got {batches}")
     batches = max(1, min(batches, table.num_rows))
     bounds = [round(i * table.num_rows / batches) for i in range(batches + 1)]
-    return [table.slice(start, end - start) for start, end in zip(bounds, bounds[1:], strict=False)]
+    return [table.slice(start, end - start) for start, end in itertools.pairwise(bounds)]
 
 
 def land(table: pa.Table, ingested_at: datetime, directory: Path | None = None) -> LandedBatch:

@@ -6,7 +6,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -78,10 +78,8 @@ class DbtProject:
 
     def reset(self) -> None:
         """Drop every table of the schema and empty the landing folder."""
-        try:
+        with suppress(RuntimeError):
             self.spark().sql(f"drop schema if exists {self.schema} cascade")
-        except RuntimeError:
-            pass
         shutil.rmtree(self.landing, ignore_errors=True)
         self.landing.mkdir(parents=True)
         self._batch = 0

@@ -7,6 +7,7 @@ project behaves like this model on Spark.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -74,7 +75,7 @@ class Warehouse:
                     islands[-1][2] = max(islands[-1][2], time)
                 else:
                     islands.append([state, time, time, ingested, None])
-            for island, following in zip(islands, islands[1:], strict=False):
+            for island, following in itertools.pairwise(islands):
                 stay = ClosedStay(key[0], key[1], island[0], following[0], island[1], following[1], island[2])
                 closed.append((stay, following[3]))
             last_ts = max(i[2] for i in islands)

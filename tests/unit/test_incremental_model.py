@@ -26,9 +26,7 @@ events_strategy = st.lists(
 
 
 def as_events(raw) -> list[Event]:
-    return [
-        Event(t, e, s, BASE + timedelta(minutes=m), BASE + timedelta(days=1, minutes=b)) for t, e, s, m, b in raw
-    ]
+    return [Event(t, e, s, BASE + timedelta(minutes=m), BASE + timedelta(days=1, minutes=b)) for t, e, s, m, b in raw]
 
 
 def key(view):

@@ -18,8 +18,13 @@ def at(text: str) -> datetime:
 def article_events(split: str) -> list[Event]:
     with open(ARTICLE / "events.csv") as handle:
         return [
-            Event(r["tenant_id"], r["entity_id"], r["state_id"], at(r["event_time"]), at("2026-01-02") .replace(
-                minute=int(r[split])))
+            Event(
+                r["tenant_id"],
+                r["entity_id"],
+                r["state_id"],
+                at(r["event_time"]),
+                at("2026-01-02").replace(minute=int(r[split])),
+            )
             for r in csv.DictReader(handle)
         ]
 

@@ -1,0 +1,65 @@
+"""Read the state tables back and compare them with the reference recompute."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from tests.reference import ClosedStay, Event, OpenStay, recompute
+
+from .dbt_harness import DbtProject
+
+
+def _ts(value: datetime | None) -> datetime | None:
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+def view_stays(project: DbtProject) -> tuple[list[ClosedStay], list[OpenStay]]:
+    rows = project.query(f"select * from {project.schema}.entity_state_view")
+    closed = sorted(
+        (
+            ClosedStay(
+                r["tenant_id"],
+                r["entity_id"],
+                r["state_id"],
+                r["next_state_id"],
+                _ts(r["start_time"]),
+                _ts(r["end_time"]),
+                _ts(r["last_event_ts"]),
+            )
+            for r in rows
+            if not r["is_open"]
+        ),
+        key=repr,
+    )
+    opened = sorted(
+        (
+            OpenStay(r["tenant_id"], r["entity_id"], r["state_id"], _ts(r["start_time"]), _ts(r["last_event_ts"]))
+            for r in rows
+            if r["is_open"]
+        ),
+        key=repr,
+    )
+    return closed, opened
+
+
+def expected_stays(events: list[Event]) -> tuple[list[ClosedStay], list[OpenStay]]:
+    reference = recompute(events)
+    return sorted(reference.closed, key=repr), sorted(reference.open, key=repr)
+
+
+def segments_rows(project: DbtProject) -> list[tuple]:
+    rows = project.query(
+        f"select tenant_id, entity_id, state_id, next_state_id, start_time, end_time, last_event_ts "
+        f"from {project.schema}.entity_state_segments"
+    )
+    return sorted(tuple(r.values()) for r in rows)
+
+
+def assert_matches_reference(project: DbtProject, events: list[Event]) -> None:
+    got, want = view_stays(project), expected_stays(events)
+    assert got[0] == want[0], f"closed stays differ:\n got  {got[0]}\n want {want[0]}"
+    assert got[1] == want[1], f"open stays differ:\n got  {got[1]}\n want {want[1]}"
+    # the table itself holds each closed stay once, whatever was run
+    closed_in_table = segments_rows(project)
+    assert len(closed_in_table) == len(set(closed_in_table)), "entity_state_segments holds a stay twice"
+    assert len(closed_in_table) == len(want[0]), "entity_state_segments holds stays the view does not show"

@@ -1,0 +1,143 @@
+"""Results must not depend on model order, on --select, on a failure between the two writes, or on empty runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.reference import Event
+
+from .dbt_harness import InjectedFailure, failing_statement
+from .state_assertions import assert_matches_reference, segments_rows
+
+T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+ARRIVAL = datetime(2026, 3, 2, tzinfo=UTC)
+
+
+def _batch(project, landed, ingested_minute, *events):
+    """Land one batch of (entity, state, minute) events for tenant 'acme'."""
+    ingested_at = ARRIVAL + timedelta(minutes=ingested_minute)
+    rows = [
+        dict(tenant_id="acme", entity_id=entity, state_id=state, event_time=T0 + timedelta(minutes=minute))
+        for entity, state, minute in events
+    ]
+    project.land(rows, ingested_at)
+    landed += [Event("acme", r["entity_id"], r["state_id"], r["event_time"], ingested_at) for r in rows]
+
+
+def test_selecting_one_model_at_a_time_in_any_order_converges(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 5), ("e-2", "X", 1))
+    project.dbt("run", "-s", "stg_events", "entity_state_current")  # before segments ever ran: must not move
+    project.dbt("run", "-s", "entity_state_segments")
+    _batch(project, landed, 2, ("e-1", "C", 9), ("e-2", "Y", 3))
+    project.dbt("run", "-s", "entity_state_segments")  # runs ahead of current twice
+    project.dbt("run", "-s", "entity_state_segments")
+    project.dbt("run", "-s", "entity_state_current", "entity_state_view")
+    assert_matches_reference(project, landed)
+
+    _batch(project, landed, 3, ("e-1", "A", 12))
+    project.dbt("run", "-s", "entity_state_current")  # alone again: nothing to catch up with yet
+    project.dbt("run")
+    assert_matches_reference(project, landed)
+
+
+def test_failure_between_the_two_writes_is_repaired_by_a_plain_rerun(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "A", 2))
+    project.dbt("run")
+    _batch(project, landed, 2, ("e-1", "B", 4), ("e-1", "C", 6), ("e-1", "C", 7))
+    with failing_statement(r"insert overwrite table \S*entity_state_current") as hits:
+        result = project.dbt("run", expect_success=False)
+    assert hits and not result.success
+    _batch(project, landed, 3, ("e-1", "A", 8))
+    project.dbt("run")
+    assert_matches_reference(project, landed)
+
+
+def test_dbt_retry_after_a_failed_current_write(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4))
+    project.dbt("run")
+    _batch(project, landed, 2, ("e-1", "C", 5), ("e-1", "A", 6))
+    with failing_statement(r"insert overwrite table \S*entity_state_current") as hits:
+        assert not project.dbt("run", expect_success=False).success
+    assert hits
+    project.dbt("retry")
+    assert_matches_reference(project, landed)
+
+
+def test_rows_written_but_watermark_not_recorded_are_not_emitted_twice(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "A", 1))
+    project.dbt("run")
+    _batch(project, landed, 2, ("e-1", "C", 6), ("e-2", "B", 2), ("e-2", "C", 3))
+    with failing_statement(r"alter table \S*entity_state_segments\S* set tblproperties") as hits:
+        assert not project.dbt("run", expect_success=False).success
+    assert hits, "the failure was not injected"
+    project.dbt("run")
+    assert_matches_reference(project, landed)
+
+
+def test_a_run_with_no_new_events_changes_nothing(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-1", "C", 5))
+    project.dbt("run")
+    before_segments = segments_rows(project)
+    before_current = project.query(f"select * from {project.schema}.entity_state_current")
+    project.dbt("run")
+    project.dbt("run", "-s", "entity_state_segments")
+    assert segments_rows(project) == before_segments
+    assert project.query(f"select * from {project.schema}.entity_state_current") == before_current
+    assert_matches_reference(project, landed)
+
+
+def test_late_event_is_kept_aside_and_full_refresh_gives_the_same_state(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 10))
+    project.dbt("run")
+    _batch(project, landed, 2, ("e-1", "C", 5), ("e-1", "B", 12))
+    project.dbt("run")
+    assert_matches_reference(project, landed)
+    late = project.query(f"select state_id, event_time from {project.schema}.events_late")
+    assert late == [{"state_id": "C", "event_time": (T0 + timedelta(minutes=5)).replace(tzinfo=None)}]
+
+    incremental = segments_rows(project)
+    project.dbt("run", "--full-refresh")
+    assert segments_rows(project) == incremental
+    assert_matches_reference(project, landed)
+
+
+def test_dbt_build_runs_the_data_tests_on_the_state(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "A", 4), ("e-2", "B", 4))
+    project.dbt("build", "--vars", "{entity_state_audit_recompute: true}")
+    _batch(project, landed, 2, ("e-1", "C", 6), ("e-2", "C", 4), ("e-2", "C", 5))
+    project.dbt("build", "--vars", "{entity_state_audit_recompute: true}")
+    assert_matches_reference(project, landed)
+
+
+def test_audit_test_fails_when_the_state_is_corrupted(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-1", "C", 6))
+    project.dbt("run")
+    # forge a wrong stay: the audit and the invariants must notice
+    project.spark().sql(
+        f"insert into {project.schema}.entity_state_segments partition (closed_ingested_date) "
+        f"select tenant_id, entity_id, state_id, 'Z', start_time, end_time, last_event_ts, closed_ingested_at, "
+        f"closed_ingested_date from {project.schema}.entity_state_segments limit 1"
+    )
+    result = project.dbt("test", "--vars", "{entity_state_audit_recompute: true}", expect_success=False)
+    failed = {r.node.name for r in result.result if r.status == "fail"}
+    assert any(name.startswith("assert_state_matches_full_recompute") for name in failed), failed
+    assert not result.success
+
+
+def test_injected_failure_is_reported_as_a_failure(project):
+    """Guards the failure injection itself: if it stopped matching, the tests above would prove nothing."""
+    _batch(project, [], 1, ("e-1", "A", 0))
+    project.dbt("run")
+    _batch(project, [], 2, ("e-1", "B", 1))
+    with failing_statement(r"insert overwrite table \S*entity_state_current") as hits:
+        result = project.dbt("run", expect_success=False)
+    assert hits and not result.success
+    assert any(isinstance(r, InjectedFailure) or "injected failure" in str(r.message) for r in result.result)
