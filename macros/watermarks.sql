@@ -51,7 +51,10 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set landing = source('landing', 'events') -%}
-    {%- if adapter.get_relation(database=landing.database, schema=landing.schema, identifier=landing.identifier) is none -%}
+    {#- Asked of the catalog, not dbt's relation cache: the on-run-start hook creates the table after the cache is
+        filled, and a compile without hooks (sqlfluff, dbt compile on a new machine) may find no table at all. -#}
+    {%- if run_query("show schemas like '" ~ landing.schema ~ "'").rows | length == 0
+        or run_query("show tables in " ~ landing.schema ~ " like '" ~ landing.identifier ~ "'").rows | length == 0 -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set result = run_query(
