@@ -74,7 +74,7 @@
     {%- set query -%}
         select unix_micros(max(closed_ingested_at)) from {{ relation }}
         {%- if recorded is not none %}
-        where closed_ingested_date >= to_date({{ entity_state.micros_to_timestamp(recorded) }})
+        where closed_ingested_date >= '{{ entity_state.micros_to_utc_date(recorded) }}'
         {%- endif %}
     {%- endset -%}
     {%- set written = run_query(query).columns[0].values()[0] -%}
@@ -83,6 +83,16 @@
         {%- do candidates.append(value | int) -%}
     {%- endfor -%}
     {{ return(candidates | max if candidates else none) }}
+{% endmacro %}
+
+{#- The UTC day ('yyyy-MM-dd') of a watermark, rendered as text: the segments partition column is a string so that
+    the Hive metastore can prune on it (it filters partitions only on string keys). -#}
+{% macro micros_to_utc_date(micros) %}
+    {%- if micros is none -%}
+        {{ exceptions.raise_compiler_error('micros_to_utc_date needs a number of microseconds, got none') }}
+    {%- endif -%}
+    {%- set epoch = modules.datetime.datetime(1970, 1, 1) -%}
+    {{ return((epoch + modules.datetime.timedelta(microseconds=micros | int)).strftime('%Y-%m-%d')) }}
 {% endmacro %}
 
 {% macro micros_to_timestamp(micros) %}

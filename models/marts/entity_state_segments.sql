@@ -78,7 +78,7 @@ final as (
         end_time,
         last_event_ts,
         closed_ingested_at,
-        to_date(closed_ingested_at) as closed_ingested_date
+        date_format(closed_ingested_at, 'yyyy-MM-dd') as closed_ingested_date
     from closed
 )
 
