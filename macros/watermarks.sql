@@ -74,7 +74,7 @@
     {%- set query -%}
         select unix_micros(max(closed_ingested_at)) from {{ relation }}
         {%- if recorded is not none %}
-        where closed_ingested_date >= '{{ entity_state.micros_to_utc_date(recorded) }}'
+        where emitted_window >= '{{ entity_state.window_partition_value(recorded) }}'
         {%- endif %}
     {%- endset -%}
     {%- set written = run_query(query).columns[0].values()[0] -%}
@@ -85,14 +85,10 @@
     {{ return(candidates | max if candidates else none) }}
 {% endmacro %}
 
-{#- The UTC day ('yyyy-MM-dd') of a watermark, rendered as text: the segments partition column is a string so that
-    the Hive metastore can prune on it (it filters partitions only on string keys). -#}
-{% macro micros_to_utc_date(micros) %}
-    {%- if micros is none -%}
-        {{ exceptions.raise_compiler_error('micros_to_utc_date needs a number of microseconds, got none') }}
-    {%- endif -%}
-    {%- set epoch = modules.datetime.datetime(1970, 1, 1) -%}
-    {{ return((epoch + modules.datetime.timedelta(microseconds=micros | int)).strftime('%Y-%m-%d')) }}
+{#- A window's high watermark as the value of the segments partition column: zero-padded text, so that text order
+    is number order and the Hive metastore (which filters partitions on string keys only) can prune on it. -#}
+{% macro window_partition_value(micros) %}
+    {{ return('%020d' % (micros | int) if micros is not none else 'none') }}
 {% endmacro %}
 
 {% macro micros_to_timestamp(micros) %}

@@ -1,8 +1,8 @@
 {{
     config(
         materialized='incremental',
-        incremental_strategy=entity_state.state_write_strategy('append'),
-        partition_by=['closed_ingested_date'],
+        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
+        partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
     )
 }}
@@ -10,7 +10,10 @@
 {#- Window of this run. The seed is the current table as stored, read without `ref` (see state_relation); events
     are read from the lowest watermark any current row may have, and each seed row skips what it already applied.
     Stays whose closing event arrived at or before `emitted_through` are already in this table and are not emitted
-    again, so a rerun after a failure, or a run alone with `--select`, never duplicates a stay. -#}
+    again, so a rerun after a failure, or a run alone with `--select`, never duplicates a stay.
+    Each run writes its stays into a partition of their own, named after its window: a partition write goes through
+    a staging folder private to that write, so a run killed mid-write leaves nothing a later write could pick up,
+    and rerunning the same window replaces the partition instead of adding to it. -#}
 {%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
 {%- set high = entity_state.landing_high_watermark() -%}
@@ -78,7 +81,7 @@ final as (
         end_time,
         last_event_ts,
         closed_ingested_at,
-        date_format(closed_ingested_at, 'yyyy-MM-dd') as closed_ingested_date
+        '{{ entity_state.window_partition_value(next_watermark) }}' as emitted_window
     from closed
 )
 

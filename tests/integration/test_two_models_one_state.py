@@ -122,9 +122,9 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
     project.dbt("run")
     # forge a wrong stay: the audit and the invariants must notice
     project.spark().sql(
-        f"insert into {project.schema}.entity_state_segments partition (closed_ingested_date) "
+        f"insert into {project.schema}.entity_state_segments partition (emitted_window) "
         f"select tenant_id, entity_id, state_id, 'Z', start_time, end_time, last_event_ts, closed_ingested_at, "
-        f"closed_ingested_date from {project.schema}.entity_state_segments limit 1"
+        f"emitted_window from {project.schema}.entity_state_segments limit 1"
     )
     result = project.dbt("test", "--vars", "{entity_state_audit_recompute: true}", expect_success=False)
     failed = {r.node.name for r in result.result if r.status == "fail"}

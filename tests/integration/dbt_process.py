@@ -1,0 +1,112 @@
+"""Run dbt in a process of its own, for the tests that need a real process: SIGKILL at a chosen point of a run,
+two runs at once. Each process boots its own JVM, so the state lives in its own ENTITY_STATE_HOME.
+DBT_ARGS default to `run`; `--dump` writes the view and the segments table as JSON after dbt finishes.
+
+    python -m tests.integration.dbt_process [--kill-at REGEX [--kill-when before|mid-write]] [--dump OUT.json]
+        [DBT_ARGS...]
+
+`--kill-at` sends SIGKILL to this process when dbt is about to execute the first statement matching REGEX
+(`before`), or while that statement's Spark job is writing files (`mid-write`: as soon as a staging folder shows up
+under the target table's location). The point reached is written to $ENTITY_STATE_HOME/killed_at before the kill.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from dbt.adapters.spark import session as spark_session_module
+from dbt.cli.main import dbtRunner
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+STAGING_MARKERS = (".spark-staging-", "_temporary")
+
+
+def _home() -> Path:
+    return Path(os.environ["ENTITY_STATE_HOME"])
+
+
+def _die(point: str) -> None:
+    (_home() / "killed_at").write_text(point)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _table_location(sql: str) -> Path | None:
+    found = re.search(r"(?:insert (?:overwrite|into) table|create (?:or replace )?table)\s+(\S+)", sql, re.IGNORECASE)
+    if not found:
+        return None
+    schema, _, table = found.group(1).replace("`", "").rpartition(".")
+    return _home() / "warehouse" / f"{schema}.db" / table
+
+
+def _watch_for_staging(location: Path, statement_done: threading.Event) -> None:
+    while not statement_done.is_set():
+        if location.exists() and any(marker in path.name for path in location.rglob("*") for marker in STAGING_MARKERS):
+            _die("mid-write")
+        time.sleep(0.002)
+
+
+def _arm_kill(pattern: str, when: str) -> None:
+    original = spark_session_module.Cursor.execute
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        if not re.search(pattern, sql, flags=re.IGNORECASE | re.DOTALL):
+            return original(self, sql, *parameters)
+        if when == "before":
+            _die("before")
+        location = _table_location(sql)
+        if location is None:
+            raise SystemExit(f"--kill-when mid-write needs a write statement, got: {sql[:120]}")
+        statement_done = threading.Event()
+        threading.Thread(target=_watch_for_staging, args=(location, statement_done), daemon=True).start()
+        try:
+            return original(self, sql, *parameters)
+        finally:
+            statement_done.set()
+            (_home() / "killed_at").write_text("missed: the write finished before a staging folder was seen")
+
+    spark_session_module.Cursor.execute = execute
+
+
+def _dbt(args: list[str]) -> bool:
+    os.chdir(PROJECT_DIR)
+    return dbtRunner().invoke([*args, "--project-dir", str(PROJECT_DIR)]).success
+
+
+def _dump(output: Path) -> None:
+    from pyspark.sql import SparkSession
+
+    schema = os.environ["ENTITY_STATE_SCHEMA"]
+    spark = SparkSession.builder.getOrCreate()  # the session dbt opened, with the profile's settings
+    tables = {}
+    for name in ("entity_state_view", "entity_state_segments"):
+        rows = spark.sql(f"select * from {schema}.{name}").collect()
+        tables[name] = [{key: _jsonable(value) for key, value in row.asDict().items()} for row in rows]
+    output.write_text(json.dumps(tables))
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def main(argv: list[str]) -> int:
+    options = {"--kill-at": None, "--kill-when": "before", "--dump": None}
+    while argv[:1] and argv[0] in options:
+        options[argv[0]], argv = argv[1], argv[2:]
+    if options["--kill-at"]:
+        _arm_kill(options["--kill-at"], options["--kill-when"])
+    success = _dbt(argv or ["run"])
+    if options["--dump"]:
+        _dump(Path(options["--dump"]))
+    return 0 if success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,164 @@
+"""A run killed with SIGKILL at any point, followed by a plain `dbt run`, ends as an uninterrupted run would.
+
+Each dbt run here is a real process of its own (tests/integration/dbt_process.py), so the kill is a real SIGKILL of
+the JVM and of dbt, not an exception dbt could handle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from entity_state.landing import LANDED_SCHEMA
+from tests.reference import ClosedStay, Event, OpenStay, recompute
+
+from .dbt_harness import PROJECT_DIR
+
+SCHEMA = "entity_state_killed"
+T0 = datetime(2026, 4, 1, 6, 0, tzinfo=UTC)
+FIRST_BATCH = [("e-1", "A", 0), ("e-1", "B", 3), ("e-2", "X", 1), ("e-3", "P", 2)]
+SECOND_BATCH = [("e-1", "B", 5), ("e-1", "C", 7), ("e-1", "A", 9), ("e-2", "Y", 4), ("e-2", "X", 6), ("e-4", "Q", 8)]
+
+KILL_POINTS = {
+    "before the segments write": (r"insert overwrite table \S*entity_state_segments\b", "before"),
+    "in the middle of the segments write": (r"insert overwrite table \S*entity_state_segments\b", "mid-write"),
+    "between the segments write and its watermark": (
+        r"alter table \S*entity_state_segments set tblproperties",
+        "before",
+    ),
+    "between the two state models": (r"entity_state_current__dbt_tmp", "before"),
+    "in the middle of the current write": (r"insert overwrite table \S*entity_state_current\b", "mid-write"),
+    "between the current write and its watermark": (r"alter table \S*entity_state_current set tblproperties", "before"),
+}
+
+
+class ProcessProject:
+    """One state home driven only by dbt processes; restored from a snapshot to replay a run from one state."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.landing = home / "landing"
+        self.landed: list[Event] = []
+        self.env = {
+            **os.environ,
+            "ENTITY_STATE_HOME": str(home),
+            "ENTITY_STATE_SCHEMA": SCHEMA,
+            "ENTITY_STATE_LANDING_DIR": str(self.landing),
+            "ENTITY_STATE_TARGET": "local",
+            "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
+            "TZ": "UTC",
+        }
+
+    def land(self, batch: list[tuple[str, str, int]], ingested_minute: int) -> None:
+        ingested_at = T0 + timedelta(days=1, minutes=ingested_minute)
+        events = [
+            Event("acme", entity, state, T0 + timedelta(minutes=minute), ingested_at) for entity, state, minute in batch
+        ]
+        columns = {
+            "tenant_id": [e.tenant_id for e in events],
+            "entity_id": [e.entity_id for e in events],
+            "state_id": [e.state_id for e in events],
+            "event_time": [e.event_time for e in events],
+            "ingested_at": [e.ingested_at for e in events],
+        }
+        self.landing.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), self.landing / f"batch_{ingested_minute:05d}.parquet")
+        self.landed += events
+
+    def dbt(self, *options: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "tests.integration.dbt_process", *options],
+            cwd=PROJECT_DIR,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    def run_and_dump(self) -> dict:
+        output = self.home / "dump.json"
+        finished = self.dbt("--dump", str(output), "run")
+        assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-4000:]
+        return json.loads(output.read_text())
+
+
+def _as_time(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _assert_equals_reference(dump: dict, events: list[Event]) -> None:
+    reference = recompute(events)
+    rows = dump["entity_state_view"]
+    closed = [
+        ClosedStay(
+            r["tenant_id"],
+            r["entity_id"],
+            r["state_id"],
+            r["next_state_id"],
+            _as_time(r["start_time"]),
+            _as_time(r["end_time"]),
+            _as_time(r["last_event_ts"]),
+        )
+        for r in rows
+        if not r["is_open"]
+    ]
+    opened = [
+        OpenStay(r["tenant_id"], r["entity_id"], r["state_id"], _as_time(r["start_time"]), _as_time(r["last_event_ts"]))
+        for r in rows
+        if r["is_open"]
+    ]
+    assert sorted(closed, key=repr) == sorted(reference.closed, key=repr)
+    assert sorted(opened, key=repr) == sorted(reference.open, key=repr)
+    stored = [(r["tenant_id"], r["entity_id"], r["start_time"], r["state_id"]) for r in dump["entity_state_segments"]]
+    assert len(stored) == len(set(stored)) == len(reference.closed), "entity_state_segments holds a stay twice"
+
+
+@pytest.fixture(scope="module")
+def after_first_batch(tmp_path_factory) -> tuple[Path, Path]:
+    """A state home that has applied the first batch, and a copy of it to restore before each kill."""
+    home = tmp_path_factory.mktemp("killed") / "home"
+    project = ProcessProject(home)
+    project.land(FIRST_BATCH, 1)
+    _assert_equals_reference(project.run_and_dump(), project.landed)
+    snapshot = home.parent / "snapshot"
+    shutil.copytree(home, snapshot)
+    return home, snapshot
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_killed_run_is_repaired_by_a_plain_rerun(after_first_batch, point):
+    home, snapshot = after_first_batch
+    shutil.rmtree(home)
+    shutil.copytree(snapshot, home)  # table locations in the metastore are absolute: restore in place
+    project = ProcessProject(home)
+    project.land(FIRST_BATCH, 1)
+    project.land(SECOND_BATCH, 2)
+    pattern, when = KILL_POINTS[point]
+
+    killed = project.dbt("--kill-at", pattern, "--kill-when", when, "run")
+
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]
+    assert (home / "killed_at").read_text() == when
+    _assert_equals_reference(project.run_and_dump(), project.landed)
+
+
+def test_a_first_run_killed_while_creating_the_tables_is_repaired_by_a_plain_rerun(tmp_path):
+    project = ProcessProject(tmp_path / "home")
+    project.land(FIRST_BATCH, 1)
+    project.land(SECOND_BATCH, 2)
+
+    killed = project.dbt("--kill-at", r"create table \S*entity_state_segments\b", "--kill-when", "mid-write", "run")
+
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]
+    assert (tmp_path / "home" / "killed_at").read_text() == "mid-write"
+    _assert_equals_reference(project.run_and_dump(), project.landed)
