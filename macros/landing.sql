@@ -24,6 +24,7 @@
                 entity_id string,
                 state_id string,
                 event_time timestamp,
+                event_time_text string,
                 ingested_at timestamp
             )
             using parquet

@@ -64,15 +64,16 @@
     {{ return(none if value is none else value | int) }}
 {% endmacro %}
 
-{#- How far `entity_state_segments` has emitted closed stays: its recorded watermark, or further if a run wrote
-    rows and then stopped before recording it (the rows themselves then say how far it got). -#}
-{% macro segments_watermark(relation) %}
+{#- How far a table written one partition per window (`entity_state_segments`, `events_rejected`) has emitted:
+    its recorded watermark, or further if a run wrote rows and then stopped before recording it (the rows
+    themselves then say how far it got: `column` is the arrival time each row was emitted for). -#}
+{% macro emitted_watermark(relation, column) %}
     {%- if not execute or relation is none -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set recorded = entity_state.read_watermark(relation) -%}
     {%- set query -%}
-        select unix_micros(max(closed_ingested_at)) from {{ relation }}
+        select unix_micros(max({{ column }})) from {{ relation }}
         {%- if recorded is not none %}
         where emitted_window >= '{{ entity_state.window_partition_value(recorded) }}'
         {%- endif %}

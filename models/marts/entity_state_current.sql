@@ -12,7 +12,9 @@
     watermark, so segments can always seed its next walk from the rows stored here. Only the hash buckets that
     the window touches are rewritten. -#}
 {%- set low = entity_state.read_watermark(this) if is_incremental() else none -%}
-{%- set high = entity_state.segments_watermark(entity_state.state_relation('entity_state_segments')) -%}
+{%- set high = entity_state.emitted_watermark(
+    entity_state.state_relation('entity_state_segments'), 'closed_ingested_at'
+) -%}
 {{ entity_state.watermark_marker(high) }}
 
 with

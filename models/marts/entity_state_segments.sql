@@ -17,7 +17,8 @@
 {%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
 {%- set high = entity_state.landing_high_watermark() -%}
-{%- set emitted_through = entity_state.segments_watermark(this) if is_incremental() else none -%}
+{%- do entity_state.assert_landing_files_complete(low, high) -%}
+{%- set emitted_through = entity_state.emitted_watermark(this, 'closed_ingested_at') if is_incremental() else none -%}
 {%- set known_watermarks = [emitted_through, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
 {%- set emitted_after = 'closed_ingested_at > ' ~ entity_state.micros_to_timestamp(emitted_through)

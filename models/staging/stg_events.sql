@@ -1,38 +1,26 @@
 with
 
-source as (
+landed as (
     select
         tenant_id,
         entity_id,
         state_id,
         event_time,
-        {{ entity_state.landing_ingested_at() }} as ingested_at
-    from {{ source('landing', 'events') }}
+        ingested_at,
+        reject_reason
+    from {{ ref('stg_landing_events') }}
 ),
 
-trimmed as (
+-- rows without a full key or an event time cannot be placed on any timeline: events_rejected keeps them
+applicable as (
     select
         trim(tenant_id) as tenant_id,
         trim(entity_id) as entity_id,
         trim(state_id) as state_id,
         event_time,
         ingested_at
-    from source
-),
-
--- rows without a full key or an event time cannot be placed on any timeline
-valid as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at
-    from trimmed
-    where coalesce(tenant_id, '') <> ''
-        and coalesce(entity_id, '') <> ''
-        and coalesce(state_id, '') <> ''
-        and event_time is not null
+    from landed
+    where reject_reason is null
 ),
 
 final as (
@@ -42,7 +30,7 @@ final as (
         state_id,
         event_time,
         ingested_at
-    from valid
+    from applicable
 )
 
 select * from final

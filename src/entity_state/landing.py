@@ -1,14 +1,17 @@
 """Validate event files and land them as batches in the landing folder the dbt source reads.
 
 A landed batch is one Parquet file with the columns tenant_id, entity_id, state_id (strings), event_time and
-ingested_at (timestamps, UTC). Files are written under a hidden temporary name and renamed into place, so a
-`dbt run` never sees half a file.
+ingested_at (timestamps, UTC), and event_time_text: the producer's text when it could not be parsed (event_time is
+then null and the row ends in the quarantine as `unparseable_event_time`, never silently as a null time).
+Files are written under a hidden temporary name and renamed into place, so a `dbt run` never sees half a file.
 """
 
 from __future__ import annotations
 
+import email.utils
 import itertools
 import os
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,8 +26,15 @@ KEY_COLUMNS = ("tenant_id", "entity_id", "state_id")
 REQUIRED_COLUMNS = (*KEY_COLUMNS, "event_time")
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 LANDED_SCHEMA = pa.schema(
-    [*[(name, pa.string()) for name in KEY_COLUMNS], ("event_time", TIMESTAMP), ("ingested_at", TIMESTAMP)]
+    [
+        *[(name, pa.string()) for name in KEY_COLUMNS],
+        ("event_time", TIMESTAMP),
+        ("event_time_text", pa.string()),
+        ("ingested_at", TIMESTAMP),
+    ]
 )
+EPOCH_DIGITS = re.compile(r"[+-]?\d{9,19}(\.\d+)?")
+SLASHED_DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2})")
 DEFAULT_LANDING_DIR = "data/landing/events"
 
 
@@ -44,8 +54,25 @@ def landing_dir() -> Path:
 
 
 def parse_timestamp(text: str) -> datetime:
-    """ISO 8601 text to an aware UTC datetime; text without an offset is taken as UTC."""
-    value = datetime.fromisoformat(text.strip())
+    """Timestamp text to an aware UTC datetime; raises ValueError if it is none of the accepted forms.
+
+    Accepted: ISO 8601 (`T` or space, optional fraction, `Z` or `+hh:mm` offset), the same with `/` between the
+    date parts, RFC 2822 (`Tue, 03 Mar 2026 08:00:00 +0100`), and Unix epoch seconds (9-11 digits, optional
+    fraction) or milliseconds (12-14 digits) or microseconds (15-19 digits). Text without an offset is UTC.
+    """
+    text = text.strip()
+    if EPOCH_DIGITS.fullmatch(text):
+        number = float(text) if "." in text else int(text)
+        digits = len(text.lstrip("+-").split(".")[0])
+        scale = 1 if digits <= 11 else 1_000 if digits <= 14 else 1_000_000
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=number / scale)
+    try:
+        value = datetime.fromisoformat(SLASHED_DATE.sub(r"\1-\2-\3", text, count=1))
+    except ValueError:
+        try:
+            value = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            raise ValueError(f"cannot parse {text!r} as a timestamp") from None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -65,9 +92,9 @@ def read_events(path: Path) -> pa.Table:
         raise LandingError(f"{path}: cannot be read: {error}") from error
     missing = [name for name in REQUIRED_COLUMNS if name not in table.column_names]
     if missing:
-        raise LandingError(f"{path}: missing required column(s) {', '.join(missing)}")
+        raise LandingError(f"landing file '{path.name}': column(s) {', '.join(missing)} missing ({path})")
     columns = {name: _as_strings(path, table, name) for name in KEY_COLUMNS}
-    columns["event_time"] = _as_timestamps(path, table, "event_time")
+    columns["event_time"], columns["event_time_text"] = _as_timestamps(path, table, "event_time")
     columns["ingested_at"] = pa.nulls(table.num_rows, TIMESTAMP)
     return pa.table(columns, schema=LANDED_SCHEMA)
 
@@ -79,21 +106,24 @@ def _as_strings(path: Path, table: pa.Table, name: str) -> pa.ChunkedArray:
     raise LandingError(f"{path}: column {name} must be text, found {column.type}")
 
 
-def _as_timestamps(path: Path, table: pa.Table, name: str) -> pa.Array:
+def _as_timestamps(path: Path, table: pa.Table, name: str) -> tuple[pa.Array, pa.Array]:
+    """The column as UTC timestamps, and the text of the values that could not be parsed (null elsewhere)."""
     column = table.column(name)
     if pa.types.is_timestamp(column.type):
         if column.type.tz is None:
             column = column.cast(pa.timestamp("us")).cast(TIMESTAMP)
-        return column.cast(TIMESTAMP)
+        return column.cast(TIMESTAMP).combine_chunks(), pa.nulls(table.num_rows, pa.string())
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        values = []
-        for row, text in enumerate(column.to_pylist(), start=1):
+        values, unparsed = [], []
+        for text in column.to_pylist():
             try:
                 values.append(None if text is None or not text.strip() else parse_timestamp(text))
-            except ValueError as error:
-                raise LandingError(f"{path}: column {name}, row {row}: cannot parse '{text}' as a timestamp") from error
-        return pa.array(values, TIMESTAMP)
-    raise LandingError(f"{path}: column {name} must be a timestamp or ISO 8601 text, found {column.type}")
+                unparsed.append(None)
+            except ValueError:
+                values.append(None)
+                unparsed.append(text)
+        return pa.array(values, TIMESTAMP), pa.array(unparsed, pa.string())
+    raise LandingError(f"{path}: column {name} must be a timestamp or timestamp text, found {column.type}")
 
 
 def slices(table: pa.Table, batches: int) -> list[pa.Table]:

@@ -59,6 +59,7 @@ class DbtProject:
         self._batch += 1
         columns = {name: [row.get(name) for row in rows] for name in ("tenant_id", "entity_id", "state_id")}
         columns["event_time"] = [row["event_time"] for row in rows]
+        columns["event_time_text"] = [row.get("event_time_text") for row in rows]
         columns["ingested_at"] = [ingested_at] * len(rows)
         path = self.landing / f"batch_{self._batch:05d}.parquet"
         pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), path)

@@ -69,6 +69,7 @@ class ProcessProject:
             "entity_id": [e.entity_id for e in events],
             "state_id": [e.state_id for e in events],
             "event_time": [e.event_time for e in events],
+            "event_time_text": [None for _ in events],
             "ingested_at": [e.ingested_at for e in events],
         }
         self.landing.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,52 @@
+{#- Why a landed row cannot be applied, or null if it can. Keys are judged after trimming; the first failing
+    check wins, in column order. One definition for the staging filter and the quarantine, so a row is either
+    applied or rejected, never both and never neither. -#}
+{% macro reject_reason(tenant_id, entity_id, state_id, event_time, event_time_text) %}
+    case
+        {%- for column, name in [(tenant_id, 'tenant_id'), (entity_id, 'entity_id'), (state_id, 'state_id')] %}
+        when {{ column }} is null then 'null_{{ name }}'
+        when trim({{ column }}) = '' then 'empty_{{ name }}'
+        {%- endfor %}
+        when {{ event_time }} is null and nullif(trim({{ event_time_text }}), '') is not null
+            then 'unparseable_event_time'
+        when {{ event_time }} is null then 'null_event_time'
+    end
+{% endmacro %}
+
+{#- Fails the run, before anything is written, when a landed file of the window lacks a required column. A parquet
+    table reads a missing column as null, so a required column that is null in every row of a file is taken as
+    missing: rejecting each row would hide a broken producer behind a pile of quarantined rows. -#}
+{% macro assert_landing_files_complete(low, high) %}
+    {%- if not execute or high is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set required = ['tenant_id', 'entity_id', 'state_id', 'event_time'] -%}
+    {%- set query -%}
+        select
+            _metadata.file_name as file_name,
+            {%- for column in required %}
+            count({{ 'coalesce(cast(event_time as string), event_time_text)' if column == 'event_time' else column }})
+                as {{ column }}_values{{ ',' if not loop.last }}
+            {%- endfor %}
+        from {{ source('landing', 'events') }}
+        where {{ entity_state.window_predicate(entity_state.landing_ingested_at(), low, high) }}
+        group by _metadata.file_name
+        having least({% for column in required %}{{ column }}_values{{ ', ' if not loop.last }}{% endfor %}) = 0
+        order by file_name
+        limit 20
+    {%- endset -%}
+    {%- set problems = [] -%}
+    {%- for row in run_query(query).rows -%}
+        {%- for column in required if row[column ~ '_values'] == 0 -%}
+            {%- do problems.append("landing file '" ~ row['file_name'] ~ "': column " ~ column
+                ~ " is missing (null in every row)") -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {%- if problems -%}
+        {{ exceptions.raise_compiler_error(
+            problems | join('; ') ~ ". Nothing was written. Move the file out of " ~ entity_state.landing_dir()
+            ~ ", fix it (or land it again with `entity-state load`, which checks it), then rerun."
+        ) }}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}

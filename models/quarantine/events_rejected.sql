@@ -1,0 +1,50 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
+        partition_by=['emitted_window'],
+        post_hook=["{{ entity_state.record_watermark() }}"],
+    )
+}}
+
+{#- Landed rows that cannot be applied, with the reason. Written like entity_state_segments: one partition per
+    window, rows of arrivals after what it has already emitted, so reruns and killed runs never duplicate a row. -#}
+{%- set low = entity_state.emitted_watermark(this, 'ingested_at') if is_incremental() else none -%}
+{%- set high = entity_state.landing_high_watermark() -%}
+{%- do entity_state.assert_landing_files_complete(low, high) -%}
+{%- set known_watermarks = [low, high] | reject('none') | list -%}
+{%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
+{{ entity_state.watermark_marker(next_watermark) }}
+
+with
+
+landed as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        event_time_text,
+        ingested_at,
+        source_file_name,
+        reject_reason
+    from {{ ref('stg_landing_events') }}
+    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+),
+
+final as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        event_time_text,
+        reject_reason,
+        source_file_name,
+        ingested_at,
+        '{{ entity_state.window_partition_value(next_watermark) }}' as emitted_window
+    from landed
+    where reject_reason is not null
+)
+
+select * from final

@@ -1,0 +1,144 @@
+"""Bad input: every landed row is applied or quarantined with a reason; a malformed file stops the run before
+anything is written, with a message naming the file and the column."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.reference import Event
+
+from .state_assertions import assert_matches_reference
+
+T0 = datetime(2026, 5, 1, 8, 0, tzinfo=UTC)
+ARRIVAL = datetime(2026, 5, 2, tzinfo=UTC)
+
+
+def _event(entity, state, minute, tenant="acme", **extra):
+    return dict(tenant_id=tenant, entity_id=entity, state_id=state, event_time=T0 + timedelta(minutes=minute), **extra)
+
+
+def _applied(rows, ingested_at):
+    return [Event(r["tenant_id"], r["entity_id"], r["state_id"], r["event_time"], ingested_at) for r in rows]
+
+
+def test_rows_that_cannot_be_applied_are_quarantined_with_a_reason(project):
+    good = [_event("e-1", "A", 0), _event("e-1", "B", 5), _event(" e-2 ", " X ", 1)]
+    bad = [
+        dict(_event("e-9", "A", 0), tenant_id=None),
+        dict(_event("e-9", "A", 0), tenant_id="  "),
+        dict(_event("e-9", "A", 0), entity_id=None),
+        dict(_event("e-9", "A", 0), entity_id=""),
+        dict(_event("e-9", "A", 0), state_id=None),
+        dict(_event("e-9", "A", 0), state_id=" "),
+        dict(_event("e-9", "A", 0), event_time=None, event_time_text="half past eight"),
+        dict(_event("e-9", "A", 0), event_time=None),
+    ]
+    first = project.land(good + bad, ARRIVAL)
+    project.dbt("build")
+
+    rejected = project.query(
+        f"select reject_reason, source_file_name, event_time_text from {project.schema}.events_rejected"
+    )
+    assert sorted(r["reject_reason"] for r in rejected) == sorted(
+        [
+            "null_tenant_id",
+            "empty_tenant_id",
+            "null_entity_id",
+            "empty_entity_id",
+            "null_state_id",
+            "empty_state_id",
+            "unparseable_event_time",
+            "null_event_time",
+        ]
+    )
+    assert {r["source_file_name"] for r in rejected} == {first.name}
+    assert [r["event_time_text"] for r in rejected if r["reject_reason"] == "unparseable_event_time"] == [
+        "half past eight"
+    ]
+    assert_matches_reference(project, _applied(good, ARRIVAL))
+
+    # a rerun, and a run after a clean batch, add nothing to the quarantine
+    project.dbt("run")
+    more = [_event("e-1", "C", 9)]
+    project.land(more, ARRIVAL + timedelta(minutes=1))
+    project.dbt("run")
+    assert len(project.query(f"select * from {project.schema}.events_rejected")) == len(bad)
+    assert_matches_reference(project, _applied(good, ARRIVAL) + _applied(more, ARRIVAL + timedelta(minutes=1)))
+
+
+HOSTILE = [
+    "it's",
+    'say "hi"',
+    "a; drop table entity_state_segments; --",
+    "') or ('1'='1",
+    "${var}",
+    "{{ 7 * 7 }}",
+    "back\\slash",
+    "Zürich → 東京 🚚",
+    "x" * 5000,
+]
+
+
+def test_hostile_strings_are_data_not_sql(project):
+    rows = [_event(text, text, minute, tenant=text) for minute, text in enumerate(HOSTILE)]
+    rows += [_event("e-1", text, minute) for minute, text in enumerate(HOSTILE)]
+    project.land(rows, ARRIVAL)
+    project.dbt("build")
+    assert_matches_reference(project, _applied(rows, ARRIVAL))
+
+
+def _state(project):
+    return (
+        sorted(map(repr, project.query(f"select * from {project.schema}.entity_state_segments"))),
+        sorted(map(repr, project.query(f"select * from {project.schema}.entity_state_current"))),
+        sorted(map(repr, project.query(f"select * from {project.schema}.events_rejected"))),
+    )
+
+
+def _missing_tenant_column(path):
+    pq.write_table(pa.table({"entity_id": ["e-1"], "state_id": ["Z"], "event_time": [T0 + timedelta(hours=1)]}), path)
+    return "tenant_id"
+
+
+def _state_as_number(path):
+    table = pa.table(
+        {"tenant_id": ["acme"], "entity_id": ["e-1"], "state_id": [7], "event_time": [T0 + timedelta(hours=1)]}
+    )
+    pq.write_table(table, path)
+    return "state_id"
+
+
+def _not_parquet(path):
+    path.write_bytes(b"PAR1 this is not a parquet file")
+    return None
+
+
+@pytest.mark.parametrize("write_bad_file", [_missing_tenant_column, _state_as_number, _not_parquet])
+def test_a_malformed_file_fails_the_run_by_name_and_leaves_the_state_unchanged(project, write_bad_file):
+    landed = [_event("e-1", "A", 0), _event("e-1", "B", 5)]
+    project.land(landed, ARRIVAL)
+    project.dbt("run")
+    before = _state(project)
+
+    bad_file = project.landing / "from_another_system.parquet"
+    column = write_bad_file(bad_file)
+    result = project.dbt("run", expect_success=False)
+
+    assert not result.success
+    messages = " ".join(str(r.message) for r in result.result if r.status == "error") if result.result else ""
+    messages += str(result.exception or "")
+    assert bad_file.name in messages, messages
+    if column:
+        assert column in messages, messages
+    assert _state(project) == before
+
+    # the documented way out: move the file away, rerun
+    bad_file.unlink()
+    later = [_event("e-1", "C", 9)]
+    project.land(later, ARRIVAL + timedelta(minutes=5))
+    project.dbt("run")
+    assert_matches_reference(project, _applied(landed, ARRIVAL) + _applied(later, ARRIVAL + timedelta(minutes=5)))
