@@ -113,38 +113,38 @@ linked as (
     window entity_islands as (partition by tenant_id, entity_id order by island_number)
 ),
 
--- the states seen at the entity's latest timestamp; a later batch repeating one of them is a duplicate
+-- the states seen at the entity's latest timestamp; a later batch repeating one of them is a duplicate. Only the
+-- islands at that timestamp feed the aggregate, so it stays small however many events the entity has.
 states_at_last as (
     select
-        *,
-        array_sort(array_distinct(flatten(collect_list(
-            concat(
-                case
-                    when last_event_ts = entity_last_event_ts then array(state_id)
-                    else cast(array() as array<string>)
-                end,
-                case
-                    when seed_last_event_ts = entity_last_event_ts then seed_states_at_last_event_ts
-                    else cast(array() as array<string>)
-                end
-            )
-        ) over (partition by tenant_id, entity_id)))) as states_at_last_event_ts
+        tenant_id as last_tenant_id,
+        entity_id as last_entity_id,
+        array_sort(array_distinct(concat(
+            collect_list(case when last_event_ts = entity_last_event_ts then state_id end),
+            flatten(collect_list(
+                case when seed_last_event_ts = entity_last_event_ts then seed_states_at_last_event_ts end
+            ))
+        ))) as states_at_last_event_ts
     from linked
+    group by tenant_id, entity_id
 ),
 
 final as (
     select
-        tenant_id,
-        entity_id,
-        state_id,
-        next_state_id,
-        start_time,
-        end_time,
-        last_event_ts,
-        closed_ingested_at,
-        states_at_last_event_ts,
-        next_state_id is null as is_open
-    from states_at_last
+        linked.tenant_id,
+        linked.entity_id,
+        linked.state_id,
+        linked.next_state_id,
+        linked.start_time,
+        linked.end_time,
+        linked.last_event_ts,
+        linked.closed_ingested_at,
+        states_at_last.states_at_last_event_ts,
+        linked.next_state_id is null as is_open
+    from linked
+    inner join states_at_last
+        on linked.tenant_id = states_at_last.last_tenant_id
+        and linked.entity_id = states_at_last.last_entity_id
 )
 
 select * from final
@@ -160,48 +160,9 @@ select * from final
 {% macro classify_window_events(events, seed=none) %}
 with
 
-{%- if seed is not none %}
-
-seed_rows as (
-    select
-        tenant_id as seed_tenant_id,
-        entity_id as seed_entity_id,
-        last_event_ts as seed_last_event_ts,
-        states_at_last_event_ts as seed_states_at_last_event_ts,
-        watermark_ingested_at as seed_watermark_ingested_at
-    from {{ seed }}
-),
-
 unapplied as (
-    select
-        window_events.tenant_id,
-        window_events.entity_id,
-        window_events.state_id,
-        window_events.event_time,
-        window_events.ingested_at,
-        seed_rows.seed_last_event_ts,
-        seed_rows.seed_states_at_last_event_ts
-    from {{ events }} as window_events
-    left join seed_rows
-        on window_events.tenant_id = seed_rows.seed_tenant_id
-        and window_events.entity_id = seed_rows.seed_entity_id
-    where seed_rows.seed_watermark_ingested_at is null
-        or window_events.ingested_at > seed_rows.seed_watermark_ingested_at
+    {{ entity_state.events_after_seed(events, seed) }}
 ),
-{%- else %}
-
-unapplied as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at,
-        cast(null as timestamp) as seed_last_event_ts,
-        cast(null as array<string>) as seed_states_at_last_event_ts
-    from {{ events }}
-),
-{%- endif %}
 
 first_arrivals as (
     select
@@ -242,4 +203,51 @@ final as (
 )
 
 select * from final
+{% endmacro %}
+
+{#- The window's events that the seed has not applied yet (each entity's stored row skips what arrived at or before
+    its own watermark), with the seed's last event time and the states seen then; without a seed, all events. -#}
+{% macro events_after_seed(events, seed=none) %}
+{%- if seed is not none %}
+with
+
+seed_rows as (
+    select
+        tenant_id as seed_tenant_id,
+        entity_id as seed_entity_id,
+        last_event_ts as seed_last_event_ts,
+        states_at_last_event_ts as seed_states_at_last_event_ts,
+        watermark_ingested_at as seed_watermark_ingested_at
+    from {{ seed }}
+),
+
+final as (
+    select
+        window_events.tenant_id,
+        window_events.entity_id,
+        window_events.state_id,
+        window_events.event_time,
+        window_events.ingested_at,
+        seed_rows.seed_last_event_ts,
+        seed_rows.seed_states_at_last_event_ts
+    from {{ events }} as window_events
+    left join seed_rows
+        on window_events.tenant_id = seed_rows.seed_tenant_id
+        and window_events.entity_id = seed_rows.seed_entity_id
+    where seed_rows.seed_watermark_ingested_at is null
+        or window_events.ingested_at > seed_rows.seed_watermark_ingested_at
+)
+
+select * from final
+{%- else %}
+select
+    tenant_id,
+    entity_id,
+    state_id,
+    event_time,
+    ingested_at,
+    cast(null as timestamp) as seed_last_event_ts,
+    cast(null as array<string>) as seed_states_at_last_event_ts
+from {{ events }}
+{%- endif %}
 {% endmacro %}

@@ -111,3 +111,11 @@
         and {{ column }} <= {{ entity_state.micros_to_timestamp(high) }}
     {%- endif -%}
 {% endmacro %}
+
+{#- Partition filter for a table written one partition per window: only the partitions of windows that ended
+    after `micros` can hold rows that arrived after it. Renders '' when micros is none. -#}
+{% macro emitted_since(micros) %}
+    {%- if micros is not none -%}
+        and emitted_window >= '{{ entity_state.window_partition_value(micros) }}'
+    {%- endif -%}
+{% endmacro %}

@@ -8,13 +8,24 @@
 }}
 
 -- depends_on: {{ ref('entity_state_segments') }}
+-- depends_on: {{ ref('entity_state_batches') }}
 {#- This table never moves past what entity_state_segments has emitted: the window ends at the segments
-    watermark, so segments can always seed its next walk from the rows stored here. Only the hash buckets that
-    the window touches are rewritten. -#}
+    watermark, so segments can always seed its next walk from the rows stored here. Nor past what
+    entity_state_batches has counted (once that table exists), so the batches it counts next are all newer than
+    the rows stored here. Only the hash buckets that the window touches are rewritten. -#}
 {%- set low = entity_state.read_watermark(this) if is_incremental() else none -%}
-{%- set high = entity_state.emitted_watermark(
+{%- set segments_through = entity_state.emitted_watermark(
     entity_state.state_relation('entity_state_segments'), 'closed_ingested_at'
 ) -%}
+{%- set batches_relation = entity_state.state_relation('entity_state_batches') -%}
+{%- set counted_through = entity_state.emitted_watermark(batches_relation, 'batch_ingested_at') -%}
+{%- if batches_relation is none or segments_through is none -%}
+    {%- set high = segments_through -%}
+{%- elif counted_through is none -%}
+    {%- set high = none -%}
+{%- else -%}
+    {%- set high = [segments_through, counted_through] | min -%}
+{%- endif -%}
 {{ entity_state.watermark_marker(high) }}
 
 with

@@ -142,3 +142,32 @@ def test_a_malformed_file_fails_the_run_by_name_and_leaves_the_state_unchanged(p
     project.land(later, ARRIVAL + timedelta(minutes=5))
     project.dbt("run")
     assert_matches_reference(project, _applied(landed, ARRIVAL) + _applied(later, ARRIVAL + timedelta(minutes=5)))
+
+
+def test_each_batch_accounts_for_every_landed_row(project):
+    first = [_event("e-1", "A", 0), _event("e-1", "B", 5)]
+    project.land(first, ARRIVAL)
+    project.dbt("run")
+    second = [
+        _event("e-1", "B", 5),  # repeats the entity's latest event: duplicate
+        _event("e-1", "A", 1),  # older than what e-1 applied: late
+        _event("e-1", "A", 1),  # the same late event twice in one batch: one late, one duplicate
+        _event("e-1", "C", 9),
+        _event("e-1", "C", 9),  # duplicate within the batch
+        dict(_event("e-1", "D", 10), state_id=""),  # rejected
+    ]
+    project.land(second, ARRIVAL + timedelta(minutes=1))
+    project.dbt("build")
+
+    rows = project.query(
+        f"select * from {project.schema}.entity_state_batches order by batch_ingested_at",
+    )
+    counts = [
+        {key: row[key] for key in ("rows_landed", "rows_applied", "rows_duplicate", "rows_rejected", "rows_late")}
+        for row in rows
+    ]
+    assert counts == [
+        dict(rows_landed=2, rows_applied=2, rows_duplicate=0, rows_rejected=0, rows_late=0),
+        dict(rows_landed=6, rows_applied=1, rows_duplicate=3, rows_rejected=1, rows_late=1),
+    ]
+    assert [(row["entities_touched"], row["stays_closed"]) for row in rows] == [(1, 1), (1, 1)]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.reference import Event
 
 from .dbt_harness import failing_statement
-from .state_assertions import assert_matches_reference
+from .state_assertions import assert_batches_reconcile, assert_matches_reference
 
 BASE = datetime(2026, 5, 1, tzinfo=UTC)
 EXAMPLES = int(os.environ.get("ENTITY_STATE_PROPERTY_EXAMPLES", "12"))
@@ -57,13 +57,15 @@ def test_any_split_and_run_order_equals_the_full_recompute(project, raw, steps):
         if step == "run":
             project.dbt("run")
             assert_matches_reference(project, landed)
+            assert_batches_reconcile(project, landed)
         elif step == "build":
             project.dbt("build", "--vars", "{entity_state_audit_recompute: true}")
             assert_matches_reference(project, landed)
+            assert_batches_reconcile(project, landed)
         elif step == "segments_alone":
-            project.dbt("run", "-s", "stg_events", "entity_state_segments")
+            project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
         elif step == "current_alone":
-            project.dbt("run", "-s", "stg_events", "entity_state_current")
+            project.dbt("run", "-s", "path:models/staging", "entity_state_current")
         elif step == "current_fails":
             with failing_statement(r"(insert overwrite table|create table) \S*entity_state_current"):
                 project.dbt("run", expect_success=False)
@@ -72,3 +74,4 @@ def test_any_split_and_run_order_equals_the_full_recompute(project, raw, steps):
                 project.dbt("run", expect_success=False)
     project.dbt("run")
     assert_matches_reference(project, events)
+    assert_batches_reconcile(project, events)

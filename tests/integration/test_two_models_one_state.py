@@ -27,7 +27,7 @@ def _batch(project, landed, ingested_minute, *events):
 def test_selecting_one_model_at_a_time_in_any_order_converges(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 5), ("e-2", "X", 1))
-    project.dbt("run", "-s", "stg_events", "entity_state_current")  # before segments ever ran: must not move
+    project.dbt("run", "-s", "path:models/staging", "entity_state_current")  # before segments ever ran: must not move
     project.dbt("run", "-s", "entity_state_segments")
     _batch(project, landed, 2, ("e-1", "C", 9), ("e-2", "Y", 3))
     project.dbt("run", "-s", "entity_state_segments")  # runs ahead of current twice

@@ -1,0 +1,174 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
+        partition_by=['emitted_window'],
+        post_hook=["{{ entity_state.record_watermark() }}"],
+    )
+}}
+
+{#- One row per landed batch, once segments and the quarantine have both processed it. Lateness is judged as the
+    walk judges it: window events against the stored current rows, read from the current table's watermark.
+    entity_state_current never moves past this table's watermark, so every batch counted here is newer than every
+    current row it is judged against. Written one partition per window, like entity_state_segments. -#}
+{%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
+{%- set low = entity_state.read_watermark(current_relation) -%}
+{%- set counted_through = entity_state.emitted_watermark(this, 'batch_ingested_at') if is_incremental() else none -%}
+{%- set segments_through = entity_state.emitted_watermark(
+    entity_state.state_relation('entity_state_segments'), 'closed_ingested_at'
+) -%}
+{%- set rejected_through = entity_state.emitted_watermark(
+    entity_state.state_relation('events_rejected'), 'ingested_at'
+) -%}
+{%- set high = none if segments_through is none or rejected_through is none
+    else [segments_through, rejected_through] | min -%}
+{%- set known_watermarks = [counted_through, high] | reject('none') | list -%}
+{%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
+{{ entity_state.watermark_marker(next_watermark) }}
+
+with
+
+landed as (
+    select
+        trim(tenant_id) as tenant_id,
+        trim(entity_id) as entity_id,
+        ingested_at,
+        source_file_name,
+        reject_reason
+    from {{ ref('stg_landing_events') }}
+    where {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
+),
+
+rejected as (
+    select
+        ingested_at,
+        count(*) as rows_rejected
+    from {{ ref('events_rejected') }}
+    where {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
+        {{ entity_state.emitted_since(counted_through) }}
+    group by ingested_at
+),
+
+-- the window the walk sees: from the current table's watermark, so the stored rows seed it
+events as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at
+    from {{ ref('stg_events') }}
+    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+),
+
+{%- if current_relation is not none %}
+
+seed as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        states_at_last_event_ts,
+        watermark_ingested_at
+    from {{ current_relation }}
+),
+{%- endif %}
+
+-- each distinct event once, at its first arrival in the window, with its lateness
+classified as (
+    {{ entity_state.classify_window_events('events', 'seed' if current_relation is not none else none) }}
+),
+
+first_arrival_counts as (
+    select
+        ingested_at,
+        sum(case when is_late then 1 else 0 end) as rows_late,
+        sum(case when is_seen_before and not is_late then 1 else 0 end) as rows_seen_before,
+        sum(case when not is_late and not is_seen_before then 1 else 0 end) as rows_applied
+    from classified
+    group by ingested_at
+),
+
+-- the events of the window the seed has not applied; an event that arrived again in a later batch of the window
+-- is a repeat there (its first arrival is the one classified above)
+unapplied as (
+    {{ entity_state.events_after_seed('events', 'seed' if current_relation is not none else none) }}
+),
+
+cross_batch_repeats as (
+    select
+        ingested_at,
+        sum(case when arrival_number > 1 then 1 else 0 end) as rows_repeated
+    from (
+        select
+            ingested_at,
+            row_number() over (
+                partition by tenant_id, entity_id, state_id, event_time
+                order by ingested_at
+            ) as arrival_number
+        from unapplied
+    ) as numbered
+    group by ingested_at
+),
+
+distinct_event_counts as (
+    select
+        ingested_at,
+        count(*) as distinct_events
+    from events
+    group by ingested_at
+),
+
+landed_counts as (
+    select
+        ingested_at,
+        count(distinct source_file_name) as source_files,
+        count(*) as rows_landed,
+        count(*) - count(reject_reason) as rows_applicable,
+        count(distinct case when reject_reason is null then concat_ws('\u0000', tenant_id, entity_id) end)
+            as entities_touched
+    from landed
+    group by ingested_at
+),
+
+closed_counts as (
+    select
+        closed_ingested_at as ingested_at,
+        count(*) as stays_closed
+    from {{ ref('entity_state_segments') }}
+    where {{ entity_state.window_predicate('closed_ingested_at', counted_through, high) }}
+        {{ entity_state.emitted_since(counted_through) }}
+    group by closed_ingested_at
+),
+
+final as (
+    select
+        landed_counts.ingested_at as batch_ingested_at,
+        landed_counts.source_files,
+        landed_counts.rows_landed,
+        coalesce(first_arrival_counts.rows_applied, 0) as rows_applied,
+        -- exact repeats within the batch, of an earlier batch of the window, or of the seed's latest events
+        landed_counts.rows_applicable - coalesce(distinct_event_counts.distinct_events, 0)
+            + coalesce(cross_batch_repeats.rows_repeated, 0)
+            + coalesce(first_arrival_counts.rows_seen_before, 0) as rows_duplicate,
+        coalesce(rejected.rows_rejected, 0) as rows_rejected,
+        coalesce(first_arrival_counts.rows_late, 0) as rows_late,
+        landed_counts.entities_touched,
+        coalesce(closed_counts.stays_closed, 0) as stays_closed,
+        {{ entity_state.micros_to_timestamp(counted_through) if counted_through is not none
+            else 'cast(null as timestamp)' }} as window_start_ingested_at,
+        {{ entity_state.micros_to_timestamp(high) if high is not none else 'cast(null as timestamp)' }}
+            as window_end_ingested_at,
+        current_timestamp() as processed_at,
+        '{{ entity_state.window_partition_value(next_watermark) }}' as emitted_window
+    from landed_counts
+    left join first_arrival_counts on landed_counts.ingested_at = first_arrival_counts.ingested_at
+    left join distinct_event_counts on landed_counts.ingested_at = distinct_event_counts.ingested_at
+    left join cross_batch_repeats on landed_counts.ingested_at = cross_batch_repeats.ingested_at
+    left join rejected on landed_counts.ingested_at = rejected.ingested_at
+    left join closed_counts on landed_counts.ingested_at = closed_counts.ingested_at
+)
+
+select * from final
