@@ -141,3 +141,38 @@ def test_injected_failure_is_reported_as_a_failure(project):
         result = project.dbt("run", expect_success=False)
     assert hits and not result.success
     assert any(isinstance(r, InjectedFailure) or "injected failure" in str(r.message) for r in result.result)
+
+
+def _tables(project):
+    return {
+        name: sorted(map(repr, project.query(f"select * from {project.schema}.{name}")))
+        for name in ("entity_state_segments", "entity_state_current", "entity_state_batches", "events_rejected")
+    }
+
+
+def test_a_failed_full_refresh_leaves_the_state_as_it_was(project):
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "X", 1))
+    project.dbt("run")
+    _batch(project, landed, 2, ("e-1", "C", 6), ("e-2", "Y", 3))
+    project.dbt("run")
+    before = _tables(project)
+
+    # the new segments table is being built aside when the refresh fails
+    with failing_statement(r"create table \S*entity_state_segments__rebuild_") as hits:
+        assert not project.dbt("run", "--full-refresh", expect_success=False).success
+    assert hits
+    assert _tables(project) == before
+    assert_matches_reference(project, landed)
+
+    # segments is swapped in, then the refresh of current fails: a plain run carries on from there
+    with failing_statement(r"create table \S*entity_state_current__rebuild_") as hits:
+        assert not project.dbt("run", "--full-refresh", expect_success=False).success
+    assert hits
+    assert_matches_reference(project, landed)
+    _batch(project, landed, 3, ("e-1", "A", 8))
+    project.dbt("run")
+    assert_matches_reference(project, landed)
+    assert not [row for row in project.query(f"show tables in {project.schema}") if "__backup" in row["tableName"]], (
+        "a backup table was left behind"
+    )
