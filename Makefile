@@ -71,7 +71,18 @@ test-cluster: install ## Integration test sample on the running cluster (start i
 	ENTITY_STATE_PROPERTY_EXAMPLES=$${ENTITY_STATE_PROPERTY_EXAMPLES:-3} \
 		$(BIN)/python -m pytest tests/integration -m cluster --target cluster
 
-test: lint test-unit test-integration ## Everything CI runs
+# The cluster processes run in sessions of their own, so an interrupted make would leave them running: the trap
+# stops them on every exit. A cluster that was already up is used and left up.
+test-cluster-ci: install ## cluster-up, test-cluster, then cluster-down, even when the tests fail
+	@if $(BIN)/entity-state cluster status >/dev/null 2>&1; then \
+		echo "test-cluster-ci: the local cluster is already up; using it and leaving it up"; \
+		$(MAKE) --no-print-directory test-cluster; \
+	else \
+		trap '$(BIN)/entity-state cluster down' EXIT; \
+		$(BIN)/entity-state cluster up && $(MAKE) --no-print-directory test-cluster; \
+	fi
+
+test: lint test-unit test-integration test-cluster-ci ## Everything CI runs
 
 clean: ## Remove the local warehouse, metastore, landed files and dbt output (stops the local cluster first)
 	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state cluster down; fi
