@@ -102,17 +102,21 @@ def components(settings: Settings) -> tuple[Component, ...]:
 
 def up(settings: Settings) -> None:
     settings.directory.mkdir(parents=True, exist_ok=True)
+    to_start = []
     for component in components(settings):
         pid = running_pid(settings, component)
         if pid is not None:
             print(f"{component.name}: already running (pid {pid})")
             continue
+        # every port is checked before anything starts, so a taken port leaves nothing half started
         for port, variable in component.ports:
             if not _port_free(port):
                 raise ClusterError(
                     f"{component.name}: port {port} on {HOST} is already taken by another process. "
                     f"Stop that process or choose another port with {variable}=..."
                 )
+        to_start.append(component)
+    for component in to_start:
         process = _start(settings, component)
         print(f"{component.name}: started (pid {process.pid}), log {_log(settings, component)}", flush=True)
         _wait_for_port(settings, component, process)
