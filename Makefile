@@ -10,7 +10,8 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export ENTITY_STATE_HOME ?= $(CURDIR)/.local
 export ENTITY_STATE_LANDING_DIR ?= $(CURDIR)/data/landing/events
 
-.PHONY: help install check-java demo run build docs lint test test-unit test-integration clean
+.PHONY: help install check-java demo run build docs lint test test-unit test-integration clean \
+	cluster-up cluster-down cluster-status test-cluster test-cluster-ci
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -53,7 +54,36 @@ test-unit: install ## Pure-Python tests: the reference and the model of the incr
 test-integration: install ## dbt on local Spark, in-process: article splits, run orders, failures, property test
 	$(BIN)/python -m pytest tests/integration
 
-test: lint test-unit test-integration ## Everything CI runs
+cluster-up: install ## Start a local Spark master, worker and Thrift Server for the `cluster` target (.local/cluster)
+	$(BIN)/entity-state cluster up
 
-clean: ## Remove the local warehouse, metastore, landed files and dbt output
+cluster-down: ## Stop what cluster-up started (safe to repeat)
+	$(BIN)/entity-state cluster down
+
+cluster-status: ## Show whether the local cluster runs and answers queries
+	$(BIN)/entity-state cluster status
+
+# The tests marked `cluster` (article splits, a failure and rerun, a property-test sample) against the Thrift Server.
+test-cluster: install ## Integration test sample on the running cluster (start it with cluster-up)
+	@$(BIN)/entity-state cluster status >/dev/null 2>&1 || { \
+		echo "test-cluster: the local cluster is not up (or its Thrift Server does not answer): run make cluster-up"; \
+		exit 1; }
+	ENTITY_STATE_PROPERTY_EXAMPLES=$${ENTITY_STATE_PROPERTY_EXAMPLES:-3} \
+		$(BIN)/python -m pytest tests/integration -m cluster --target cluster
+
+# The cluster processes run in sessions of their own, so an interrupted make would leave them running: the trap
+# stops them on every exit. A cluster that was already up is used and left up.
+test-cluster-ci: install ## cluster-up, test-cluster, then cluster-down, even when the tests fail
+	@if $(BIN)/entity-state cluster status >/dev/null 2>&1; then \
+		echo "test-cluster-ci: the local cluster is already up; using it and leaving it up"; \
+		$(MAKE) --no-print-directory test-cluster; \
+	else \
+		trap '$(BIN)/entity-state cluster down' EXIT; \
+		$(BIN)/entity-state cluster up && $(MAKE) --no-print-directory test-cluster; \
+	fi
+
+test: lint test-unit test-integration test-cluster-ci ## Everything CI runs
+
+clean: ## Remove the local warehouse, metastore, landed files and dbt output (stops the local cluster first)
+	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state cluster down; fi
 	rm -rf .local target logs data/landing

@@ -5,5 +5,8 @@
             "drop_schema_for_demo only drops schemas whose name ends in '_demo', got '" ~ schema ~ "'"
         ) }}
     {%- endif -%}
-    {% do run_query('drop schema if exists ' ~ adapter.quote(schema) ~ ' cascade') %}
+    {#- a statement, not run_query: over thrift a DDL statement has no result set to fetch -#}
+    {% call statement('drop_demo_schema') -%}
+        drop schema if exists {{ adapter.quote(schema) }} cascade
+    {%- endcall %}
 {% endmacro %}

@@ -16,8 +16,13 @@
     {%- if execute -%}
         {%- set relation = entity_state._landing_relation() -%}
         {%- set location = entity_state.landing_dir() -%}
-        {% do run_query("create schema if not exists " ~ adapter.quote(relation.schema)) %}
-        {% do run_query("drop table if exists " ~ relation) %}
+        {#- statements, not run_query: over thrift a DDL statement has no result set to fetch -#}
+        {% call statement('create_landing_schema') -%}
+            create schema if not exists {{ adapter.quote(relation.schema) }}
+        {%- endcall %}
+        {% call statement('drop_landing_table') -%}
+            drop table if exists {{ relation }}
+        {%- endcall %}
         {% call statement('create_landing_table') -%}
             create table {{ relation }} (
                 tenant_id string,
@@ -33,8 +38,20 @@
     {%- endif -%}
 {% endmacro %}
 
+{#- A relative folder resolves against the working directory of the process that runs Spark: dbt's own on the
+    in-process `local` output, a server's on any other, where it would silently point somewhere else. (Keyed on the
+    output's name because dbt does not expose the connection method to Jinja.) -#}
 {% macro landing_dir() %}
-    {{ return(env_var('ENTITY_STATE_LANDING_DIR', 'data/landing/events')) }}
+    {%- set location = env_var('ENTITY_STATE_LANDING_DIR', 'data/landing/events') -%}
+    {%- set is_absolute = location.startswith('/') or modules.re.match('^[a-zA-Z][a-zA-Z0-9+.-]*:', location) -%}
+    {%- if target.name != 'local' and not is_absolute -%}
+        {{ exceptions.raise_compiler_error(
+            "ENTITY_STATE_LANDING_DIR must be an absolute path or a URI (file:/..., s3://...) on target '"
+            ~ target.name ~ "': Spark runs in another process there and would resolve '" ~ location
+            ~ "' against its own working directory."
+        ) }}
+    {%- endif -%}
+    {{ return(location) }}
 {% endmacro %}
 
 {% macro _landing_relation() %}

@@ -1,4 +1,5 @@
-"""Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]` and `entity-state demo`."""
+"""Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state demo` and
+`entity-state cluster up|down|status`."""
 
 from __future__ import annotations
 
@@ -28,7 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")
 
+    cluster = commands.add_parser("cluster", help="start, stop or check the local Spark cluster (`cluster` target)")
+    cluster.add_argument("action", choices=["up", "down", "status"])
+
     args = parser.parse_args(argv)
+    if args.command == "cluster":
+        return run_cluster(args.action)
     if args.command == "load":
         try:
             landed = load_files(args.files, args.batches, args.ingested_at, args.landing_dir or landing_dir())
@@ -41,6 +47,24 @@ def main(argv: list[str] | None = None) -> int:
     from entity_state.demo import run_demo
 
     return run_demo(args.batches, args.tenant, args.entity)
+
+
+def run_cluster(action: str) -> int:
+    from entity_state import cluster
+
+    try:
+        settings = cluster.Settings.from_env()
+        if action == "up":
+            cluster.up(settings)
+        elif action == "down":
+            cluster.down(settings)
+        elif not cluster.status(settings):
+            print("the cluster is not up: start it with `make cluster-up`", file=sys.stderr)
+            return 1
+    except cluster.ClusterError as error:
+        print(f"entity-state cluster {action}: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,25 +1,35 @@
-"""Drive the dbt project in-process, so one Spark session serves many dbt invocations."""
+"""Drive the dbt project in-process, on one of two targets.
+
+`local`: Spark runs in this process, so one Spark session serves many dbt invocations and the tests read results
+through it. `cluster`: dbt talks to a running Spark Thrift Server (`make cluster-up`), and the tests read results
+and reset the schema through a thrift connection of their own, as any other client would.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from datetime import datetime
+from contextlib import closing, contextmanager, suppress
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from dbt.adapters.spark import session as spark_session_module
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from entity_state.landing import LANDED_SCHEMA
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 STATE_MODELS = ("entity_state_segments", "entity_state_current")
+TARGETS = ("local", "cluster")
+# where each target's dbt connection sends a SQL statement; failure injection replaces its `execute`
+STATEMENT_CURSORS = {"local": spark_session_module.Cursor, "cluster": PyhiveConnectionWrapper}
 
 
 class InjectedFailure(RuntimeError):
@@ -29,8 +39,11 @@ class InjectedFailure(RuntimeError):
 class DbtProject:
     """One schema and one landing folder, reset between tests; every dbt call runs in this process."""
 
-    def __init__(self, home: Path, schema: str = "entity_state_test") -> None:
+    def __init__(self, home: Path, target: str = "local", schema: str = "entity_state_test") -> None:
+        if target not in TARGETS:
+            raise ValueError(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
         self.home = home
+        self.target = target
         self.schema = schema
         self.landing = home / "landing"
         self.landing.mkdir(parents=True, exist_ok=True)
@@ -38,7 +51,7 @@ class DbtProject:
             ENTITY_STATE_HOME=str(home),
             ENTITY_STATE_SCHEMA=schema,
             ENTITY_STATE_LANDING_DIR=str(self.landing),
-            ENTITY_STATE_TARGET="local",
+            ENTITY_STATE_TARGET=target,
             DBT_PROFILES_DIR=str(PROJECT_DIR / "profiles"),
         )
         self._batch = 0
@@ -65,22 +78,33 @@ class DbtProject:
         pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), path)
         return path
 
-    def spark(self):
-        from pyspark.sql import SparkSession
-
-        # dbt has created the session already; getOrCreate hands back that one
-        return SparkSession.builder.getOrCreate()
-
     def query(self, sql: str) -> list[dict[str, Any]]:
-        return [row.asDict() for row in self.spark().sql(sql).collect()]
+        if self.target == "local":
+            return [row.asDict() for row in _spark().sql(sql).collect()]
+        with closing(thrift_connection()) as connection:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            types = [(column[0], column[1]) for column in cursor.description]
+            return [
+                {name: _from_thrift(value, kind) for (name, kind), value in zip(types, row, strict=True)}
+                for row in cursor.fetchall()
+            ]
+
+    def execute(self, sql: str) -> None:
+        """Run one statement that returns nothing (DDL, insert)."""
+        if self.target == "local":
+            _spark().sql(sql)
+            return
+        with closing(thrift_connection()) as connection:
+            connection.cursor().execute(sql)
 
     def table_exists(self, name: str) -> bool:
-        return self.spark().catalog.tableExists(f"{self.schema}.{name}")
+        return bool(self.query(f"show tables in {self.schema} like '{name}'"))
 
     def reset(self) -> None:
         """Drop every table of the schema and empty the landing folder."""
         with suppress(RuntimeError):
-            self.spark().sql(f"drop schema if exists {self.schema} cascade")
+            self.execute(f"drop schema if exists {self.schema} cascade")
         shutil.rmtree(self.landing, ignore_errors=True)
         self.landing.mkdir(parents=True)
         self._batch = 0
@@ -92,20 +116,53 @@ def _failures(result: dbtRunnerResult) -> str:
     return "; ".join(f"{r.node.name if r.node else '?'}: {r.message}" for r in result.result if r.status != "success")
 
 
+def thrift_connection():
+    """A new session on the Thrift Server of the `cluster` profile, per statement: a long-lived session would keep
+    its own cache of table listings and could miss what dbt's sessions wrote since."""
+    from pyhive import hive
+
+    return hive.connect(
+        host=os.environ.get("ENTITY_STATE_THRIFT_HOST", "127.0.0.1"),
+        port=int(os.environ.get("ENTITY_STATE_THRIFT_PORT", "10001")),
+        username=os.environ.get("ENTITY_STATE_THRIFT_USER", "entity_state"),
+    )
+
+
+def _spark():
+    from pyspark.sql import SparkSession
+
+    # dbt has created the session already; getOrCreate hands back that one
+    return SparkSession.builder.getOrCreate()
+
+
+def _from_thrift(value: Any, kind: str) -> Any:
+    """Values as the in-process session returns them. PyHive already makes timestamps naive datetimes (UTC here);
+    dates and arrays come as text."""
+    if value is None:
+        return None
+    if kind == "DATE_TYPE":
+        return date.fromisoformat(value)
+    if kind == "ARRAY_TYPE":
+        return json.loads(value)
+    return value
+
+
 @contextmanager
 def failing_statement(pattern: str) -> Iterator[list[str]]:
-    """Make the first SQL statement matching `pattern` (a regex) raise instead of running."""
-    original = spark_session_module.Cursor.execute
+    """Make the first SQL statement matching `pattern` (a regex) raise instead of running, on the cursor of the
+    target the tests run on (ENTITY_STATE_TARGET, set by DbtProject)."""
+    cursor_class = STATEMENT_CURSORS[os.environ.get("ENTITY_STATE_TARGET", "local")]
+    original = cursor_class.execute
     hits: list[str] = []
 
-    def execute(self, sql: str, *parameters: Any) -> None:
+    def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
         if not hits and re.search(pattern, sql, flags=re.IGNORECASE | re.DOTALL):
             hits.append(sql)
             raise InjectedFailure(f"injected failure at: {sql[:120]}")
-        return original(self, sql, *parameters)
+        return original(self, sql, *parameters, **keywords)
 
-    spark_session_module.Cursor.execute = execute
+    cursor_class.execute = execute
     try:
         yield hits
     finally:
-        spark_session_module.Cursor.execute = original
+        cursor_class.execute = original

@@ -12,6 +12,8 @@ from tests.reference import Event
 
 from .state_assertions import assert_matches_reference, view_stays
 
+pytestmark = pytest.mark.cluster
+
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "article_example"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ stream = st.lists(
 )
 
 
+@pytest.mark.cluster
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

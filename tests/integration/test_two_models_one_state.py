@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from tests.reference import Event
 
 from .dbt_harness import InjectedFailure, failing_statement
@@ -41,6 +43,7 @@ def test_selecting_one_model_at_a_time_in_any_order_converges(project):
     assert_matches_reference(project, landed)
 
 
+@pytest.mark.cluster
 def test_failure_between_the_two_writes_is_repaired_by_a_plain_rerun(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "A", 2))
@@ -121,7 +124,7 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-1", "C", 6))
     project.dbt("run")
     # forge a wrong stay: the audit and the invariants must notice
-    project.spark().sql(
+    project.execute(
         f"insert into {project.schema}.entity_state_segments partition (emitted_window) "
         f"select tenant_id, entity_id, state_id, 'Z', start_time, end_time, last_event_ts, closed_ingested_at, "
         f"emitted_window from {project.schema}.entity_state_segments limit 1"
