@@ -78,13 +78,20 @@ def recompute(events: Iterable[Event]) -> Recompute:
 
     result = Recompute([], [], [])
     for (tenant, entity), entity_events in sorted(by_entity.items()):
-        applied = []
+        by_batch: dict[datetime, list[Event]] = defaultdict(list)
         for event in entity_events:
-            earlier = [e.event_time for e in entity_events if e.ingested_at < event.ingested_at]
-            if earlier and event.event_time < max(earlier):
-                result.late.append(event)
-            else:
-                applied.append(event)
+            by_batch[event.ingested_at].append(event)
+        applied = []
+        latest_of_earlier_batches: datetime | None = None
+        for batch in sorted(by_batch):
+            for event in by_batch[batch]:
+                if latest_of_earlier_batches is not None and event.event_time < latest_of_earlier_batches:
+                    result.late.append(event)
+                else:
+                    applied.append(event)
+            latest_of_batch = max(e.event_time for e in by_batch[batch])
+            if latest_of_earlier_batches is None or latest_of_batch > latest_of_earlier_batches:
+                latest_of_earlier_batches = latest_of_batch
         applied.sort(key=lambda e: (e.event_time, e.ingested_at, e.state_id))
 
         runs: list[list[Event]] = []
