@@ -113,9 +113,11 @@
 {% endmacro %}
 
 {#- Partition filter for a table written one partition per window: only the partitions of windows that ended
-    after `micros` can hold rows that arrived after it. Renders '' when micros is none. -#}
+    after `micros` can hold rows that arrived after it. Renders `true` when micros is none (every partition). -#}
 {% macro emitted_since(micros) %}
-    {%- if micros is not none -%}
-        and emitted_window >= '{{ entity_state.window_partition_value(micros) }}'
+    {%- if micros is none -%}
+        true
+    {%- else -%}
+        emitted_window >= '{{ entity_state.window_partition_value(micros) }}'
     {%- endif -%}
 {% endmacro %}

@@ -44,8 +44,9 @@ rejected as (
         ingested_at,
         count(*) as rows_rejected
     from {{ ref('events_rejected') }}
-    where {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
-        {{ entity_state.emitted_since(counted_through) }}
+    where
+        {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
+        and {{ entity_state.emitted_since(counted_through) }}
     group by ingested_at
 ),
 
@@ -138,8 +139,9 @@ closed_counts as (
         closed_ingested_at as ingested_at,
         count(*) as stays_closed
     from {{ ref('entity_state_segments') }}
-    where {{ entity_state.window_predicate('closed_ingested_at', counted_through, high) }}
-        {{ entity_state.emitted_since(counted_through) }}
+    where
+        {{ entity_state.window_predicate('closed_ingested_at', counted_through, high) }}
+        and {{ entity_state.emitted_since(counted_through) }}
     group by closed_ingested_at
 ),
 
@@ -150,9 +152,12 @@ final as (
         landed_counts.rows_landed,
         coalesce(first_arrival_counts.rows_applied, 0) as rows_applied,
         -- exact repeats within the batch, of an earlier batch of the window, or of the seed's latest events
-        landed_counts.rows_applicable - coalesce(distinct_event_counts.distinct_events, 0)
+        (
+            landed_counts.rows_applicable
+            - coalesce(distinct_event_counts.distinct_events, 0)
             + coalesce(cross_batch_repeats.rows_repeated, 0)
-            + coalesce(first_arrival_counts.rows_seen_before, 0) as rows_duplicate,
+            + coalesce(first_arrival_counts.rows_seen_before, 0)
+        ) as rows_duplicate,
         coalesce(rejected.rows_rejected, 0) as rows_rejected,
         coalesce(first_arrival_counts.rows_late, 0) as rows_late,
         landed_counts.entities_touched,
