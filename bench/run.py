@@ -50,6 +50,7 @@ SIZES = {
         "small_batch": 1_000,
         "reps": 3,
         "refresh_reps": 1,
+        "fixed_reps": 2,
         "fixed_history": 20_000,
         "skew_events": 100_000,
     },
@@ -62,7 +63,8 @@ SIZES = {
         "small_batch": 1_000,
         "reps": 3,
         "refresh_reps": 1,
-        "fixed_history": 100_000,
+        "fixed_reps": 2,
+        "fixed_history": 20_000,
         "skew_events": 1_000_000,
     },
 }
@@ -200,7 +202,11 @@ def cli_dbt(workspace: Workspace, *args: str) -> Measurement:
     started = time.perf_counter()
     with open(workspace.home / "cli.log", "ab") as output:
         process = subprocess.Popen(
-            [str(Path(PYTHON).parent / "dbt"), *arguments], env=workspace.env, cwd=PROJECT_DIR, stdout=output
+            [str(Path(PYTHON).parent / "dbt"), *arguments],
+            env=workspace.env,
+            cwd=PROJECT_DIR,
+            stdout=output,
+            stderr=output,
         )
         with TreeMemory(process.pid) as memory:
             code = process.wait()
@@ -449,7 +455,7 @@ def fixed_cost(results: Results, sizes: dict, out: Path) -> None:
     workspace = Workspace(out, "fixed")
     stream = EventStream(StreamConfig(entities=sizes["entities"], **NOISE))
     workspace.land(stream, sizes["fixed_history"], "history")
-    small, reps = sizes["small_batch"], sizes["reps"]
+    small, reps = sizes["small_batch"], sizes["fixed_reps"]
     dbt = InProcessDbt(workspace)
     try:
         dbt.invoke("run")
@@ -524,6 +530,42 @@ def print_table(results: Results) -> None:
         print(f"{name:<60} {value}")
 
 
+def markdown(results: Results) -> str:
+    """The table and ratios as Markdown, for BENCHMARKS.md."""
+    lines = [
+        "| what | sizes | runs | median s | events/s | state models s | peak RSS MiB |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in results.rows:
+        rate = f"{row['events_per_second']:,.0f}" if row["events_per_second"] else "-"
+        state = f"{row['state_models_seconds_median']:.1f}" if row["state_models_seconds_median"] else "-"
+        lines.append(
+            f"| {row['what']} | {row['sizes']} | {row['runs']} | {row['seconds_median']:.1f} | {rate} | {state} "
+            f"| {row['peak_rss_mib']:,.0f} |"
+        )
+    lines += ["", "| ratio | value | goal | met |", "| --- | ---: | --- | --- |"]
+    for name, ratio in results.ratios.items():
+        lines.append(f"| {name} | {ratio['value']:.2f} | {ratio['goal']} | {'yes' if ratio['met'] else 'no'} |")
+    lines += ["", "| where the time goes (median s) | " + " | ".join(_PHASES) + " |"]
+    lines.append("| --- |" + " ---: |" * len(_PHASES))
+    for row in results.rows:
+        if row["group"] in ("fixed", "history", "refresh"):
+            cells = " | ".join(f"{row['phases_median'].get(phase, 0.0):.1f}" for phase in _PHASES)
+            lines.append(f"| {row['what']} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+_PHASES = [
+    "python start and imports",
+    "JVM and Spark session start",
+    "dbt parse and setup",
+    "spark metadata statements",
+    "spark ddl statements",
+    "spark write statements",
+    "dbt between statements",
+]
+
+
 def chart(results: Results, path: Path) -> None:
     import matplotlib
 
@@ -576,27 +618,36 @@ def main() -> int:
     started = time.perf_counter()
     info = machine()
     print(f"bench ({args.mode}) in {out}: {info}", flush=True)
-    workspace = history_scaling(results, sizes, out)
-    clickhouse(results, sizes, workspace)
-    fixed_cost(results, sizes, out)
-    skewed_memory(results, sizes, out)
-    info["minutes"] = (time.perf_counter() - started) / 60
-    info["load_average_at_end"] = os.getloadavg()
-    print_table(results)
     target = (args.results or out).resolve()
     target.mkdir(parents=True, exist_ok=True)
-    document = {
-        "mode": args.mode,
-        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": info,
-        "sizes": sizes,
-        "noise": NOISE,
-        "rows": results.rows,
-        "ratios": results.ratios,
-        "checks": results.checks,
-    }
-    (target / f"results-{args.mode}.json").write_text(json.dumps(document, indent=2) + "\n")
+
+    def save() -> None:
+        # after every section, so a run stopped early still leaves what it measured
+        info["minutes"] = (time.perf_counter() - started) / 60
+        info["load_average_at_end"] = os.getloadavg()
+        document = {
+            "mode": args.mode,
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": info,
+            "sizes": sizes,
+            "noise": NOISE,
+            "rows": results.rows,
+            "ratios": results.ratios,
+            "checks": results.checks,
+        }
+        (target / f"results-{args.mode}.json").write_text(json.dumps(document, indent=2) + "\n")
+
+    workspace = history_scaling(results, sizes, out)
+    save()
+    clickhouse(results, sizes, workspace)
+    save()
+    fixed_cost(results, sizes, out)
+    save()
+    skewed_memory(results, sizes, out)
+    save()
+    print_table(results)
     chart(results, target / f"results-{args.mode}.png")
+    (target / f"results-{args.mode}.md").write_text(markdown(results))
     print(f"\nwrote {target / f'results-{args.mode}.json'} and .png in {info['minutes']:.1f} minutes")
     return 0
 
