@@ -1,7 +1,7 @@
 """Before/after check for one optimisation: the cost of an in-process `dbt run` when nothing new has landed.
 
-Builds a small state (20k events), then times `--runs` runs with no new batch in one warmed-up dbt process and prints
-the median of the whole run and of the two state models. Run it from a project folder (for a before/after
+Builds a state (`--history` events, 20k by default, landed in files of up to 1M), then times `--runs` runs with no
+new batch in one warmed-up dbt process and prints the median of the whole run and of the two state models. Run it from a project folder (for a before/after
 comparison, from a copy of the project at each commit): `.venv/bin/python bench/empty_run.py --out DIR`.
 """
 
@@ -21,9 +21,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--history", type=int, default=20_000)
     args = parser.parse_args()
     workspace = Workspace(args.out.resolve(), "empty_run")
-    workspace.land(EventStream(StreamConfig(entities=20_000, **NOISE)), 20_000, "history")
+    stream = EventStream(StreamConfig(entities=20_000, **NOISE))
+    for start in range(0, args.history, 1_000_000):
+        workspace.land(stream, min(1_000_000, args.history - start), "history")
     dbt = InProcessDbt(workspace)
     try:
         dbt.invoke("run")
