@@ -1,8 +1,9 @@
 """Before/after check for one optimisation: the cost of an in-process `dbt run` when nothing new has landed.
 
 Builds a state (`--history` events, 20k by default, landed in files of up to 1M), then times `--runs` runs with no
-new batch in one warmed-up dbt process and prints the median of the whole run and of the two state models. Run it from a project folder (for a before/after
-comparison, from a copy of the project at each commit): `.venv/bin/python bench/empty_run.py --out DIR`.
+new batch in one warmed-up dbt process and prints the median of the whole run and of the two state models. Run it
+from a project folder (for a before/after comparison, from a copy of the project at each commit):
+`.venv/bin/python bench/empty_run.py --out DIR`.
 """
 
 from __future__ import annotations

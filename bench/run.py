@@ -41,6 +41,20 @@ SCHEMA = "entity_state_bench"
 STATE_MODELS = ("entity_state_segments", "entity_state_current")
 
 SIZES = {
+    # only checks that the harness runs end to end; its figures mean nothing
+    "smoke": {
+        "entities": 1_000,
+        "histories": [2_000, 4_000],
+        "history_file": 2_000,
+        "batch": 500,
+        "batch_entities": 100,
+        "small_batch": 100,
+        "reps": 1,
+        "refresh_reps": 1,
+        "fixed_reps": 1,
+        "fixed_history": 1_000,
+        "skew_events": 1_000,
+    },
     "quick": {
         "entities": 20_000,
         "histories": [100_000, 400_000],
