@@ -10,8 +10,8 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export ENTITY_STATE_HOME ?= $(CURDIR)/.local
 export ENTITY_STATE_LANDING_DIR ?= $(CURDIR)/data/landing/events
 
-.PHONY: help install check-java demo run build docs lint test test-unit test-integration clean \
-	cluster-up cluster-down cluster-status test-cluster test-cluster-ci
+.PHONY: help install install-bench check-java demo run build docs lint test test-unit test-integration \
+	cluster-up cluster-down cluster-status test-cluster test-cluster-ci bench bench-quick clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,6 +30,13 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: check-java $(STAMP) ## Create .venv and install the pinned dependencies
 
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP) requirements-bench.txt
+	$(BIN)/pip install --quiet -r requirements-bench.txt
+	touch $(BENCH_STAMP)
+
+install-bench: install $(BENCH_STAMP) ## Add the benchmark-only dependencies (chDB, matplotlib, psutil) to .venv
+
 demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline
 	ENTITY_STATE_SCHEMA=entity_state_demo ENTITY_STATE_LANDING_DIR=$(CURDIR)/data/landing/demo_events \
 		$(BIN)/entity-state demo
@@ -44,8 +51,8 @@ docs: install ## Generate the dbt docs site into target/ (serve it with `.venv/b
 	$(BIN)/dbt docs generate
 
 lint: install ## ruff on the Python, sqlfluff on the SQL
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	ENTITY_STATE_HOME=$(CURDIR)/.local/lint $(BIN)/sqlfluff lint models tests/dbt/singular
 
 test-unit: install ## Pure-Python tests: the reference and the model of the incremental design
@@ -83,6 +90,12 @@ test-cluster-ci: install ## cluster-up, test-cluster, then cluster-down, even wh
 	fi
 
 test: lint test-unit test-integration test-cluster-ci ## Everything CI runs
+
+bench-quick: install-bench ## Benchmark at small sizes (a few minutes); results in .local/bench/quick/
+	$(BIN)/python bench/run.py --mode quick
+
+bench: install-bench ## Full benchmark (under 30 minutes): 1M/5M/20M histories; results in bench/results/
+	$(BIN)/python bench/run.py --mode full --results bench/results
 
 clean: ## Remove the local warehouse, metastore, landed files and dbt output (stops the local cluster first)
 	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state cluster down; fi

@@ -100,9 +100,11 @@
 {% endmacro %}
 
 {#- Filter for the events of the half-open window (low, high]: low none means from the beginning, high none means
-    nothing has landed (or nothing may be processed yet), so no event qualifies. -#}
+    nothing has landed (or nothing may be processed yet), so no event qualifies. An empty window (high <= low, a run
+    with nothing new) is rendered as a literal false: Spark then prunes the scan of the landing files, which the
+    range on the coalesced ingested_at cannot do, and the plan collapses to an empty relation. -#}
 {% macro window_predicate(column, low, high) %}
-    {%- if high is none -%}
+    {%- if high is none or (low is not none and high | int <= low | int) -%}
         false
     {%- elif low is none -%}
         {{ column }} <= {{ entity_state.micros_to_timestamp(high) }}

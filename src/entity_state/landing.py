@@ -143,11 +143,15 @@ def land(table: pa.Table, ingested_at: datetime, directory: Path | None = None) 
         table.schema.get_field_index("ingested_at"), "ingested_at", pa.array([ingested_at] * table.num_rows, TIMESTAMP)
     )
     name = f"batch_{ingested_at:%Y%m%dT%H%M%S%f}_{uuid.uuid4().hex[:8]}.parquet"
-    temporary = directory / f".{name}.tmp"
-    pq.write_table(stamped, temporary)
-    final = directory / name
-    os.replace(temporary, final)
-    return LandedBatch(final, table.num_rows, ingested_at)
+    return LandedBatch(write_atomically(stamped, directory / name), table.num_rows, ingested_at)
+
+
+def write_atomically(table: pa.Table, path: Path) -> Path:
+    """Write a landed-schema table under a hidden temporary name, then rename it into place."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table.cast(LANDED_SCHEMA), temporary)
+    os.replace(temporary, path)
+    return path
 
 
 def load_files(

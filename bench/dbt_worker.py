@@ -1,0 +1,84 @@
+"""Child processes of the benchmark, so that each one's memory (with its JVM) can be measured on its own.
+
+`serve`: a long-lived dbt, in-process (`dbtRunner`), answering one JSON command per line on stdin. Its Spark session
+is started once by a warm-up, so a timed `dbt run` costs what a scheduler keeping dbt alive would pay: parse, hooks,
+metadata queries and the models, but no JVM start.
+
+`bare`: a fresh SparkSession with the profile's settings that replays SQL statements dbt ran, to separate the cost
+of the queries from the cost of dbt around them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+
+
+def serve() -> None:
+    # answers go to the real stdout; dbt's console output and Spark's go to stderr
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    os.chdir(PROJECT_DIR)
+    from dbt.cli.main import dbtRunner
+
+    for line in sys.stdin:
+        command = json.loads(line)
+        if command["cmd"] == "quit":
+            break
+        started = time.perf_counter()
+        result = dbtRunner().invoke(command["args"])
+        answers.write(
+            json.dumps(
+                {
+                    "seconds": time.perf_counter() - started,
+                    "success": bool(result.success),
+                    "error": None if result.success else str(result.exception or result.result),
+                }
+            )
+            + "\n"
+        )
+
+
+def bare(statements_file: str) -> None:
+    """Replay statements in a fresh session; prints session start time and each statement's time as JSON."""
+    started = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    home = os.environ["ENTITY_STATE_HOME"]
+    builder = SparkSession.builder.master("local[2]").appName("entity_state_bare").enableHiveSupport()
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.driver.memory": os.environ.get("ENTITY_STATE_DRIVER_MEMORY", "2g"),
+        "spark.sql.warehouse.dir": f"{home}/warehouse",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}/metastore -Duser.timezone=UTC "
+        "-Dlog4j2.configurationFile=profiles/log4j2.properties",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": os.environ.get("ENTITY_STATE_SHUFFLE_PARTITIONS", "4"),
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    os.chdir(PROJECT_DIR)
+    spark = builder.getOrCreate()
+    session_seconds = time.perf_counter() - started
+    timings = []
+    for statement in json.loads(Path(statements_file).read_text()):
+        began = time.perf_counter()
+        spark.sql(statement["sql"]).collect()
+        timings.append({"kind": statement["kind"], "seconds": time.perf_counter() - began})
+    spark.stop()
+    print(json.dumps({"session_seconds": session_seconds, "statements": timings}))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve()
+    else:
+        bare(sys.argv[2])

@@ -1,0 +1,45 @@
+"""Before/after check for one optimisation: the cost of an in-process `dbt run` when nothing new has landed.
+
+Builds a state (`--history` events, 20k by default, landed in files of up to 1M), then times `--runs` runs with no
+new batch in one warmed-up dbt process and prints the median of the whole run and of the two state models. Run it
+from a project folder (for a before/after comparison, from a copy of the project at each commit):
+`.venv/bin/python bench/empty_run.py --out DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from run import NOISE, STATE_MODELS, InProcessDbt, Workspace
+
+from entity_state.generate import EventStream, StreamConfig
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--history", type=int, default=20_000)
+    args = parser.parse_args()
+    workspace = Workspace(args.out.resolve(), "empty_run")
+    stream = EventStream(StreamConfig(entities=20_000, **NOISE))
+    for start in range(0, args.history, 1_000_000):
+        workspace.land(stream, min(1_000_000, args.history - start), "history")
+    dbt = InProcessDbt(workspace)
+    try:
+        dbt.invoke("run")
+        runs = [dbt.invoke("run") for _ in range(args.runs)]
+    finally:
+        dbt.close()
+    whole = statistics.median(m.seconds for m in runs)
+    state = statistics.median(sum(m.models[name] for name in STATE_MODELS) for m in runs)
+    print(f"empty in-process dbt run: {whole:.1f} s median of {len(runs)}; state models {state:.1f} s")
+    print(f"all runs: {[round(m.seconds, 1) for m in runs]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

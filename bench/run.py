@@ -1,0 +1,676 @@
+"""Benchmark: incremental cost against history, full recompute, the ClickHouse pattern, fixed cost and memory.
+
+`make bench-quick` (minutes) and `make bench` (the full sizes). Results: a table on stdout, `results.json` and
+`results.png` in the output folder. Wall times are medians of several runs measured within one benchmark run, so
+their ratios hold even on a machine shared with other work; absolute numbers do not.
+
+Repetitions of an incremental run apply consecutive batches of the same shape (same size, same number of touched
+entities) in one long-lived dbt process, rather than restoring a copy of the warehouse before each: the history then
+grows by a few percent between repetitions, which is small next to the steps between history sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from entity_state.generate import EventStream, StreamConfig, batch_file_name
+from entity_state.landing import write_atomically
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+SCHEMA = "entity_state_bench"
+STATE_MODELS = ("entity_state_segments", "entity_state_current")
+
+SIZES = {
+    # only checks that the harness runs end to end; its figures mean nothing
+    "smoke": {
+        "entities": 1_000,
+        "histories": [2_000, 4_000],
+        "history_file": 2_000,
+        "batch": 500,
+        "batch_entities": 100,
+        "small_batch": 100,
+        "reps": 1,
+        "refresh_reps": 1,
+        "fixed_reps": 1,
+        "fixed_history": 1_000,
+        "skew_events": 1_000,
+    },
+    "quick": {
+        "entities": 20_000,
+        "histories": [100_000, 400_000],
+        "history_file": 200_000,
+        "batch": 20_000,
+        "batch_entities": 2_000,
+        "small_batch": 1_000,
+        "reps": 3,
+        "refresh_reps": 1,
+        "fixed_reps": 2,
+        "fixed_history": 20_000,
+        "skew_events": 100_000,
+    },
+    "full": {
+        "entities": 200_000,
+        "histories": [1_000_000, 5_000_000, 20_000_000],
+        "history_file": 5_000_000,
+        "batch": 100_000,
+        "batch_entities": 10_000,
+        "small_batch": 1_000,
+        "reps": 3,
+        "refresh_reps": 1,
+        "fixed_reps": 2,
+        "fixed_history": 20_000,
+        "skew_events": 1_000_000,
+    },
+}
+# realistic noise in every stream: 1% exact duplicates, 10% of rows out of order within their batch
+NOISE = {"duplicate_share": 0.01, "disorder": 0.1}
+
+
+@dataclass
+class Measurement:
+    seconds: float
+    peak_rss: int
+    phases: dict[str, float] = field(default_factory=dict)
+    models: dict[str, float] = field(default_factory=dict)
+
+
+class TreeMemory:
+    """Peak resident memory of a process and all its children (the JVM), sampled every 50 ms."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> TreeMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            try:
+                root = psutil.Process(self.pid)
+                total = sum(_rss(p) for p in [root, *root.children(recursive=True)])
+            except psutil.NoSuchProcess:
+                return
+            self.peak = max(self.peak, total)
+            self._stop.wait(0.05)
+
+
+def _rss(process: psutil.Process) -> int:
+    try:
+        return process.memory_info().rss
+    except psutil.NoSuchProcess:
+        return 0
+
+
+class Workspace:
+    """One warehouse, metastore and landing folder under the benchmark output, and the env dbt runs with."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.home = root / name
+        shutil.rmtree(self.home, ignore_errors=True)
+        self.landing = self.home / "landing"
+        self.landing.mkdir(parents=True)
+        self.runs = 0
+        self.files: list[dict] = []  # every landed file in order, with its role, for the chDB replay
+        self.env = {
+            **os.environ,
+            "ENTITY_STATE_HOME": str(self.home),
+            "ENTITY_STATE_LANDING_DIR": str(self.landing),
+            "ENTITY_STATE_SCHEMA": SCHEMA,
+            "ENTITY_STATE_TARGET": "local",
+            "ENTITY_STATE_DRIVER_MEMORY": os.environ.get("ENTITY_STATE_DRIVER_MEMORY", "4g"),
+            "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
+            "DBT_TARGET_PATH": str(self.home / "target"),
+            "TZ": "UTC",
+        }
+
+    def land(self, stream: EventStream, events: int, role: str, touched: int | None = None) -> int:
+        table = stream.next_batch(events, touched)
+        path = write_atomically(table, self.landing / batch_file_name(table, stream.config, stream.batches))
+        self.files.append({"path": str(path), "role": role, "events": table.num_rows})
+        return table.num_rows
+
+    def dbt_args(self, *args: str) -> tuple[list[str], Path]:
+        self.runs += 1
+        logs = self.home / "logs" / f"{self.runs:03d}"
+        return [*args, "--log-format-file", "json", "--log-level-file", "debug", "--log-path", str(logs)], logs
+
+    def snapshot(self, name: str) -> Path:
+        copy = self.home.parent / f"{self.home.name}.{name}"
+        shutil.rmtree(copy, ignore_errors=True)
+        for part in ("warehouse", "metastore", "landing"):
+            shutil.copytree(self.home / part, copy / part)
+        return copy
+
+    def restore(self, copy: Path) -> None:
+        for part in ("warehouse", "metastore", "landing"):
+            shutil.rmtree(self.home / part)
+            shutil.copytree(copy / part, self.home / part)
+
+
+class InProcessDbt:
+    """A long-lived `dbtRunner` in a child process (bench/dbt_worker.py serve), warmed up before timing."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.stderr = open(workspace.home / "worker.log", "ab")  # noqa: SIM115 (closed in close())
+        self.process = subprocess.Popen(
+            [PYTHON, str(PROJECT_DIR / "bench" / "dbt_worker.py"), "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=workspace.env,
+            text=True,
+            cwd=PROJECT_DIR,
+        )
+        # starts the JVM and parses the project: what a kept-alive scheduler pays once
+        self.warm_up = self.invoke("run-operation", "create_landing_table", starts_spark=True)
+
+    def invoke(self, *args: str, starts_spark: bool = False) -> Measurement:
+        arguments, logs = self.workspace.dbt_args(*args)
+        with TreeMemory(self.process.pid) as memory:
+            self.process.stdin.write(json.dumps({"cmd": "dbt", "args": arguments}) + "\n")
+            self.process.stdin.flush()
+            answer = json.loads(self.process.stdout.readline() or "null")
+        if not answer or not answer["success"]:
+            raise RuntimeError(f"dbt {' '.join(args)} failed: {answer and answer['error']}; see {logs}")
+        return _measurement(answer["seconds"], memory.peak, logs, self.workspace, False, starts_spark)
+
+    def close(self) -> None:
+        self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+        self.process.stdin.close()
+        self.process.wait()
+        self.stderr.close()
+
+
+def cli_dbt(workspace: Workspace, *args: str) -> Measurement:
+    """`dbt run` as a user types it: a new process, a new JVM."""
+    arguments, logs = workspace.dbt_args(*args)
+    started = time.perf_counter()
+    with open(workspace.home / "cli.log", "ab") as output:
+        process = subprocess.Popen(
+            [str(Path(PYTHON).parent / "dbt"), *arguments],
+            env=workspace.env,
+            cwd=PROJECT_DIR,
+            stdout=output,
+            stderr=output,
+        )
+        with TreeMemory(process.pid) as memory:
+            code = process.wait()
+    seconds = time.perf_counter() - started
+    if code != 0:
+        raise RuntimeError(f"dbt {' '.join(args)} exited with {code}; see {logs}")
+    return _measurement(seconds, memory.peak, logs, workspace, True, True)
+
+
+def _measurement(
+    seconds: float, peak: int, logs: Path, workspace: Workspace, new_process: bool, starts_spark: bool
+) -> Measurement:
+    events = [json.loads(line) for line in (logs / "dbt.log").read_text().splitlines() if line.startswith("{")]
+    results = json.loads((workspace.home / "target" / "run_results.json").read_text())
+    models = {r["unique_id"].split(".")[-1]: r["execution_time"] for r in results["results"]}
+    return Measurement(seconds, peak, log_phases(events, seconds, new_process, starts_spark), models)
+
+
+SPARK_START = "JVM, Spark session and metastore start"
+STATEMENT_KINDS = [
+    (
+        "write",
+        re.compile(
+            r"^\s*(insert|create\s+(or\s+replace\s+)?temporary\s+view|create\s+table\s+\S+.*\bas\b)", re.I | re.S
+        ),
+    ),
+    ("ddl", re.compile(r"^\s*(create|drop|alter)\b", re.I)),
+    ("metadata", re.compile(r".", re.S)),
+]
+
+
+def statement_kind(sql: str) -> str:
+    body = re.sub(r"^\s*/\*.*?\*/", "", sql, flags=re.S)
+    return next(kind for kind, pattern in STATEMENT_KINDS if pattern.search(body))
+
+
+def statements(events: list[dict]) -> list[dict]:
+    """The SQL dbt sent to Spark, in order, with each statement's kind and how long Spark took."""
+    found, pending = [], None
+    for event in events:
+        name, data = event["info"]["name"], event.get("data", {})
+        if name == "SQLQuery":
+            pending = data["sql"]
+        elif name == "SQLQueryStatus" and pending is not None:
+            found.append({"sql": pending, "kind": statement_kind(pending), "seconds": float(data["elapsed"])})
+            pending = None
+    return found
+
+
+def log_phases(events: list[dict], total: float, new_process: bool, starts_spark: bool) -> dict[str, float]:
+    """Where the time of one invocation went, from dbt's own log: parse, Spark statements by kind, the rest."""
+
+    def at(event: dict) -> float:
+        return datetime.fromisoformat(event["info"]["ts"].replace("Z", "+00:00")).timestamp()
+
+    first = at(events[0])
+    # parsing ends where dbt starts talking to Spark (ConcurrencyLine, or the first query of a run-operation)
+    ready = next(at(e) for e in events if e["info"]["name"] in ("ConcurrencyLine", "SQLQuery"))
+    ran = statements(events)
+    phases = {"dbt parse and setup": ready - first}
+    if new_process:
+        phases["python start and imports"] = max(0.0, total - (at(events[-1]) - first))
+    if starts_spark:
+        # the first statement of a new process waits for the JVM, the Spark session and the metastore to start
+        phases[SPARK_START] = ran[0]["seconds"]
+        ran = ran[1:]
+    for kind in ("metadata", "ddl", "write"):
+        phases[f"spark {kind} statements"] = sum(s["seconds"] for s in ran if s["kind"] == kind)
+    phases["dbt between statements"] = max(0.0, total - sum(phases.values()))
+    return phases
+
+
+def bare_replay(workspace: Workspace, logs: Path) -> Measurement:
+    """The statements of one dbt run, replayed by a bare PySpark job in a new process."""
+    events = [json.loads(line) for line in (logs / "dbt.log").read_text().splitlines() if line.startswith("{")]
+    plan = workspace.home / "bare_statements.json"
+    plan.write_text(json.dumps(statements(events)))
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [PYTHON, str(PROJECT_DIR / "bench" / "dbt_worker.py"), "bare", str(plan)],
+        env=workspace.env,
+        cwd=PROJECT_DIR,
+        stdout=subprocess.PIPE,
+        stderr=open(workspace.home / "bare.log", "ab"),  # noqa: SIM115 (the child owns it)
+        text=True,
+    )
+    with TreeMemory(process.pid) as memory:
+        output, _ = process.communicate()
+    seconds = time.perf_counter() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"bare replay failed; see {workspace.home / 'bare.log'}")
+    result = json.loads(output.strip().splitlines()[-1])
+    # the bare job's SparkSession comes up without the metastore, which its first statement then starts
+    phases = {SPARK_START: result["session_seconds"] + result["statements"][0]["seconds"]}
+    for kind in ("metadata", "ddl", "write"):
+        phases[f"spark {kind} statements"] = sum(s["seconds"] for s in result["statements"][1:] if s["kind"] == kind)
+    phases["python start and imports"] = max(0.0, seconds - sum(phases.values()))
+    return Measurement(seconds, memory.peak, phases)
+
+
+class Results:
+    def __init__(self, mode: str, out: Path) -> None:
+        self.mode, self.out = mode, out
+        self.rows: list[dict] = []
+        self.ratios: dict[str, dict] = {}
+        self.checks: dict[str, object] = {}
+
+    def add(self, group: str, what: str, runs: list[Measurement], events: int, sizes: str) -> dict:
+        row = {
+            "group": group,
+            "what": what,
+            "sizes": sizes,
+            "events": events,
+            "runs": len(runs),
+            "seconds_median": statistics.median(m.seconds for m in runs),
+            "seconds_all": [round(m.seconds, 3) for m in runs],
+            "events_per_second": events / statistics.median(m.seconds for m in runs) if events else None,
+            "peak_rss_mib": max(m.peak_rss for m in runs) / 2**20,
+            "state_models_seconds_median": statistics.median(
+                sum(m.models.get(name, 0.0) for name in STATE_MODELS) for m in runs
+            )
+            if runs[0].models
+            else None,
+            "phases_median": {
+                phase: statistics.median(m.phases.get(phase, 0.0) for m in runs) for phase in runs[0].phases
+            },
+        }
+        self.rows.append(row)
+        print(f"  {what}: {row['seconds_median']:.1f} s median of {len(runs)}", flush=True)
+        return row
+
+    def ratio(self, name: str, value: float, goal: str, met: bool) -> None:
+        self.ratios[name] = {"value": value, "goal": goal, "met": met}
+        print(f"  ratio {name}: {value:.2f} (goal {goal}: {'met' if met else 'NOT met'})", flush=True)
+
+
+def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
+    """Rows 1, 2 and the Spark side of 3: the same batch shape on growing histories, then a full refresh."""
+    workspace = Workspace(out, "history")
+    stream = EventStream(StreamConfig(entities=sizes["entities"], **NOISE))
+    dbt = InProcessDbt(workspace)
+    landed, incremental = 0, {}
+    try:
+        for history in sizes["histories"]:
+            while landed < history:
+                landed += workspace.land(stream, min(sizes["history_file"], history - landed), "history")
+            print(f"history {landed:,} events: building it with one dbt run", flush=True)
+            build = dbt.invoke("run")
+            results.add("build", f"dbt run over {landed:,} new events (building history)", [build], landed, "")
+            runs = []
+            for _ in range(sizes["reps"]):
+                landed += workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
+                runs.append(dbt.invoke("run"))
+            incremental[history] = results.add(
+                "history",
+                f"incremental {sizes['batch']:,}-event batch on {history:,}-event history",
+                runs,
+                sizes["batch"],
+                f"{sizes['batch_entities']:,} entities touched of {sizes['entities']:,}",
+            )
+        small = []
+        for _ in range(sizes["reps"]):
+            landed += workspace.land(stream, sizes["small_batch"], "small", sizes["small_batch"])
+            small.append(dbt.invoke("run"))
+        results.add(
+            "versus",
+            f"spark incremental {sizes['small_batch']:,}-event batch on {history:,}-event history",
+            small,
+            sizes["small_batch"],
+            "",
+        )
+        refresh = [dbt.invoke("run", "--full-refresh") for _ in range(sizes["refresh_reps"])]
+        full = results.add("refresh", f"dbt run --full-refresh over {landed:,} events", refresh, landed, "")
+    finally:
+        dbt.close()
+    smallest, largest = incremental[sizes["histories"][0]], incremental[sizes["histories"][-1]]
+    for key, label in (("seconds_median", ""), ("state_models_seconds_median", " (state models only)")):
+        value = largest[key] / smallest[key]
+        results.ratio(f"history scaling{label}", value, "<= 1.3", value <= 1.3)
+    value = full["seconds_median"] / largest["seconds_median"]
+    results.ratio("full refresh / incremental", value, ">= 10", value >= 10)
+    value = full["state_models_seconds_median"] / largest["state_models_seconds_median"]
+    results.ratio("full refresh / incremental (state models only)", value, ">= 10", value >= 10)
+    return workspace
+
+
+def clickhouse(results: Results, sizes: dict, workspace: Workspace) -> None:
+    """Row 3: the same files, in the same order, through the write-up's views in chDB, one block per insert."""
+    plan = workspace.home / "chdb_plan.json"
+    plan.write_text(json.dumps(workspace.files))
+    stays_file = workspace.home / "chdb_closed_stays.parquet"
+    print(f"chDB: inserting the same {len(workspace.files)} files, one block each", flush=True)
+    process = subprocess.Popen(
+        [PYTHON, str(PROJECT_DIR / "bench" / "clickhouse_pattern.py"), str(plan), str(stays_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=PROJECT_DIR,
+    )
+    with TreeMemory(process.pid) as memory:
+        output, _ = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError("the chDB run failed")
+    timings = json.loads(output.strip().splitlines()[-1])
+    spark_rows = {
+        "large": [r for r in results.rows if r["group"] == "history"][-1],
+        "small": next(r for r in results.rows if r["group"] == "versus"),
+    }
+    for role, events in (("large", sizes["batch"]), ("small", sizes["small_batch"])):
+        runs = [Measurement(t["seconds"], memory.peak) for t in timings if t["role"] == role]
+        row = results.add("versus", f"chDB insert of a {events:,}-event batch (both views)", runs, events, "")
+        results.ratio(
+            f"chDB / spark events per second, {events:,}-event batch",
+            row["events_per_second"] / spark_rows[role]["events_per_second"],
+            "(informative)",
+            True,
+        )
+    spark = _spark_closed_stays(workspace)
+    chdb = pq.read_table(stays_file)
+    results.checks["closed stays: spark"] = spark.num_rows
+    results.checks["closed stays: chDB"] = chdb.num_rows
+    results.checks["closed stays identical"] = _sorted(spark).equals(_sorted(chdb))
+    print(f"  same closed stays in spark and chDB: {results.checks['closed stays identical']}", flush=True)
+
+
+def _spark_closed_stays(workspace: Workspace) -> pa.Table:
+    folder = workspace.home / "warehouse" / f"{SCHEMA}.db" / "entity_state_segments"
+    table = ds.dataset(folder, format="parquet", partitioning="hive").to_table(
+        columns=["tenant_id", "entity_id", "state_id", "next_state_id", "start_time", "end_time"]
+    )
+    return pa.table(
+        {
+            **{name: table[name] for name in ("tenant_id", "entity_id", "state_id", "next_state_id")},
+            "start_us": pc.cast(table["start_time"], pa.int64()),
+            "end_us": pc.cast(table["end_time"], pa.int64()),
+        }
+    )
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    table = table.cast(
+        pa.schema(
+            [(name, pa.string()) for name in table.column_names[:4]]
+            + [("start_us", pa.int64()), ("end_us", pa.int64())]
+        )
+    )
+    return table.sort_by([(name, "ascending") for name in table.column_names]).combine_chunks()
+
+
+def fixed_cost(results: Results, sizes: dict, out: Path) -> None:
+    """Row 4: an empty batch and a 1k-event batch, through the CLI, the in-process runner and bare PySpark."""
+    workspace = Workspace(out, "fixed")
+    stream = EventStream(StreamConfig(entities=sizes["entities"], **NOISE))
+    workspace.land(stream, sizes["fixed_history"], "history")
+    small, reps = sizes["small_batch"], sizes["fixed_reps"]
+    dbt = InProcessDbt(workspace)
+    try:
+        dbt.invoke("run")
+        results.add("fixed", "in-process dbtRunner: JVM start + parse (warm-up, once)", [dbt.warm_up], 0, "")
+        results.add("fixed", "in-process dbt run, empty batch", [dbt.invoke("run") for _ in range(reps)], 0, "")
+        runs = []
+        for _ in range(reps):
+            workspace.land(stream, small, "small", small)
+            runs.append(dbt.invoke("run"))
+        results.add("fixed", f"in-process dbt run, {small:,}-event batch", runs, small, "")
+    finally:
+        dbt.close()
+    empty = [cli_dbt(workspace, "run") for _ in range(reps)]
+    results.add("fixed", "CLI `dbt run` (new process), empty batch", empty, 0, "")
+    runs, before = [], None
+    for _ in range(reps):
+        workspace.land(stream, small, "small", small)
+        before = workspace.snapshot("before_last")
+        runs.append(cli_dbt(workspace, "run"))
+    results.add("fixed", f"CLI `dbt run` (new process), {small:,}-event batch", runs, small, "")
+    last_logs = workspace.home / "logs" / f"{workspace.runs:03d}"
+    runs = []
+    for _ in range(reps):
+        workspace.restore(before)
+        runs.append(bare_replay(workspace, last_logs))
+    results.add("fixed", f"bare PySpark replaying that run's SQL, {small:,}-event batch", runs, small, "")
+    empty_logs = workspace.home / "logs" / f"{workspace.runs - reps:03d}"
+    runs = [bare_replay(workspace, empty_logs) for _ in range(reps)]
+    results.add("fixed", "bare PySpark replaying an empty run's SQL", runs, 0, "")
+
+
+def skewed_memory(results: Results, sizes: dict, out: Path) -> None:
+    """Row 5: one entity with all of a batch's events."""
+    workspace = Workspace(out, "skew")
+    stream = EventStream(StreamConfig(tenants=1, entities=1, **NOISE))
+    events = workspace.land(stream, sizes["skew_events"], "skew")
+    dbt = InProcessDbt(workspace)
+    try:
+        run = dbt.invoke("run")
+    finally:
+        dbt.close()
+    results.add("memory", f"one entity, {events:,} events in one batch (in-process dbt run)", [run], events, "")
+
+
+def machine() -> dict:
+    memory = psutil.virtual_memory().total
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    return {
+        "cpus": os.cpu_count(),
+        "memory_gib": round(memory / 2**30, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "java": java,
+        "load_average_at_start": os.getloadavg(),
+        "driver_memory": os.environ.get("ENTITY_STATE_DRIVER_MEMORY", "4g"),
+    }
+
+
+def print_table(results: Results) -> None:
+    print(f"\n{'what':<78} {'sizes':<30} {'median s':>9} {'events/s':>10} {'state s':>8} {'peak MiB':>9}")
+    for row in results.rows:
+        rate = f"{row['events_per_second']:,.0f}" if row["events_per_second"] else "-"
+        state = f"{row['state_models_seconds_median']:.1f}" if row["state_models_seconds_median"] else "-"
+        print(
+            f"{row['what']:<78} {row['sizes']:<30} {row['seconds_median']:>9.1f} {rate:>10} {state:>8} "
+            f"{row['peak_rss_mib']:>9,.0f}"
+        )
+    print()
+    for name, ratio in results.ratios.items():
+        print(f"{name:<60} {ratio['value']:>8.2f}  goal {ratio['goal']:<14} {'met' if ratio['met'] else 'NOT met'}")
+    for name, value in results.checks.items():
+        print(f"{name:<60} {value}")
+
+
+def markdown(results: Results) -> str:
+    """The table and ratios as Markdown, for BENCHMARKS.md."""
+    lines = [
+        "| what | sizes | runs | median s | events/s | state models s | peak RSS MiB |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in results.rows:
+        rate = f"{row['events_per_second']:,.0f}" if row["events_per_second"] else "-"
+        state = f"{row['state_models_seconds_median']:.1f}" if row["state_models_seconds_median"] else "-"
+        lines.append(
+            f"| {row['what']} | {row['sizes']} | {row['runs']} | {row['seconds_median']:.1f} | {rate} | {state} "
+            f"| {row['peak_rss_mib']:,.0f} |"
+        )
+    lines += ["", "| ratio | value | goal | met |", "| --- | ---: | --- | --- |"]
+    for name, ratio in results.ratios.items():
+        lines.append(f"| {name} | {ratio['value']:.2f} | {ratio['goal']} | {'yes' if ratio['met'] else 'no'} |")
+    lines += ["", "| where the time goes (median s) | " + " | ".join(_PHASES) + " |"]
+    lines.append("| --- |" + " ---: |" * len(_PHASES))
+    for row in results.rows:
+        if row["group"] in ("fixed", "history", "refresh"):
+            cells = " | ".join(f"{row['phases_median'].get(phase, 0.0):.1f}" for phase in _PHASES)
+            lines.append(f"| {row['what']} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+_PHASES = [
+    "python start and imports",
+    SPARK_START,
+    "dbt parse and setup",
+    "spark metadata statements",
+    "spark ddl statements",
+    "spark write statements",
+    "dbt between statements",
+]
+
+
+def chart(results: Results, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 2, figsize=(18, 10))
+    history = [r for r in results.rows if r["group"] == "history"]
+    axis = axes[0][0]
+    labels = [r["what"].split(" on ")[-1].replace("-event history", "") for r in history]
+    axis.bar(labels, [r["seconds_median"] for r in history], label="whole dbt run")
+    axis.bar(labels, [r["state_models_seconds_median"] for r in history], label="two state models", alpha=0.8)
+    axis.set(title="Same incremental batch on growing history", ylabel="seconds (median)", xlabel="history events")
+    axis.legend()
+
+    axis = axes[0][1]
+    refresh = next(r for r in results.rows if r["group"] == "refresh")
+    axis.bar(["incremental batch", "--full-refresh"], [history[-1]["seconds_median"], refresh["seconds_median"]])
+    axis.set(title="At the largest history", ylabel="seconds (median)")
+
+    axis = axes[1][0]
+    versus = [r for r in results.rows if r["group"] == "versus"] + [history[-1]]
+    axis.barh([r["what"][:60] for r in versus], [r["events_per_second"] for r in versus])
+    axis.set(title="Throughput: dbt on Spark vs the write-up's views in chDB", xlabel="events per second (log)")
+    axis.set_xscale("log")  # the two differ by orders of magnitude
+
+    axis = axes[1][1]
+    fixed = [r for r in results.rows if r["group"] == "fixed"]
+    phases = sorted({phase for r in fixed for phase in r["phases_median"]})
+    left = [0.0] * len(fixed)
+    for phase in phases:
+        widths = [r["phases_median"].get(phase, 0.0) for r in fixed]
+        axis.barh([r["what"][:60] for r in fixed], widths, left=left, label=phase)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    axis.set(title="Fixed cost of a run: where the time goes", xlabel="seconds (median)")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mode", choices=sorted(SIZES), default="quick")
+    parser.add_argument("--out", type=Path, help="output folder (default .local/bench/MODE)")
+    parser.add_argument("--results", type=Path, help="where to write results.json and results.png (default --out)")
+    args = parser.parse_args()
+    sizes = SIZES[args.mode]
+    out = (args.out or PROJECT_DIR / ".local" / "bench" / args.mode).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    results = Results(args.mode, out)
+    started = time.perf_counter()
+    info = machine()
+    print(f"bench ({args.mode}) in {out}: {info}", flush=True)
+    target = (args.results or out).resolve()
+    target.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        # after every section, so a run stopped early still leaves what it measured
+        info["minutes"] = (time.perf_counter() - started) / 60
+        info["load_average_at_end"] = os.getloadavg()
+        document = {
+            "mode": args.mode,
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": info,
+            "sizes": sizes,
+            "noise": NOISE,
+            "rows": results.rows,
+            "ratios": results.ratios,
+            "checks": results.checks,
+        }
+        (target / f"results-{args.mode}.json").write_text(json.dumps(document, indent=2) + "\n")
+
+    workspace = history_scaling(results, sizes, out)
+    save()
+    clickhouse(results, sizes, workspace)
+    save()
+    fixed_cost(results, sizes, out)
+    save()
+    skewed_memory(results, sizes, out)
+    save()
+    print_table(results)
+    chart(results, target / f"results-{args.mode}.png")
+    (target / f"results-{args.mode}.md").write_text(markdown(results))
+    print(f"\nwrote {target / f'results-{args.mode}.json'} and .png in {info['minutes']:.1f} minutes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
