@@ -153,7 +153,7 @@ def test_a_killed_run_is_repaired_by_a_plain_rerun(after_first_batch, point):
     _assert_equals_reference(project.run_and_dump(), project.landed)
 
 
-def test_a_second_run_at_the_same_time_fails_fast_and_leaves_the_state_intact(after_first_batch):
+def test_two_runs_at_the_same_time_never_overlap_and_leave_the_state_intact(after_first_batch):
     home, snapshot = after_first_batch
     shutil.rmtree(home)
     shutil.copytree(snapshot, home)
@@ -174,10 +174,13 @@ def test_a_second_run_at_the_same_time_fails_fast_and_leaves_the_state_intact(af
     ]
     outputs = [run.communicate(timeout=600)[0] for run in runs]
 
-    codes = sorted(run.returncode for run in runs)
-    assert codes[0] == 0 and codes[1] != 0, outputs
-    loser = outputs[[run.returncode for run in runs].index(codes[1])]
-    # on the local target the embedded metastore admits one process: the operating system releases that lock
-    # when its holder dies, so a killed run never leaves a stale lock behind
-    assert "Another instance of Derby may have already booted the database" in loser, loser[-3000:]
+    # The embedded metastore admits one process, and a process keeps it until it exits. The other run's first
+    # statement waits while Hive retries the locked metastore: it goes on once the holder has exited, or gives up
+    # (after a time that varies) with Derby's message. Either way the two runs never overlap, so nothing is applied
+    # twice, and the operating system releases the lock when its holder dies: a killed run leaves no stale lock.
+    codes = [run.returncode for run in runs]
+    assert 0 in codes, outputs
+    for code, output in zip(codes, outputs, strict=True):
+        if code != 0:
+            assert "Another instance of Derby may have already booted the database" in output, output[-3000:]
     _assert_equals_reference(project.run_and_dump(), project.landed)
