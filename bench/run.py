@@ -366,11 +366,15 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     landed, incremental = 0, {}
     try:
         for history in sizes["histories"]:
+            history_before = landed
             while landed < history:
                 landed += workspace.land(stream, min(sizes["history_file"], history - landed), "history")
             print(f"history {landed:,} events: building it with one dbt run", flush=True)
             build = dbt.invoke("run")
-            results.add("build", f"dbt run over {landed:,} new events (building history)", [build], landed, "")
+            new_events = landed - history_before
+            results.add(
+                "build", f"dbt run over {new_events:,} new events (history now {landed:,})", [build], new_events, ""
+            )
             runs = []
             for _ in range(sizes["reps"]):
                 landed += workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
