@@ -91,7 +91,7 @@ test-cluster-ci: install ## cluster-up, test-cluster, then cluster-down, even wh
 
 test: lint test-unit test-integration test-cluster-ci ## Everything CI runs
 
-bench-quick: install-bench ## Benchmark at small sizes (a few minutes); results in .local/bench/quick/
+bench-quick: install-bench ## Benchmark at small sizes (about 10 minutes on 2 idle cores); results in .local/bench/quick/
 	$(BIN)/python bench/run.py --mode quick
 
 bench: install-bench ## Full benchmark (about 30 minutes): 1M/2M/5M histories; results in bench/results/
