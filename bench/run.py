@@ -70,7 +70,7 @@ SIZES = {
     },
     "full": {
         "entities": 200_000,
-        # 20M events would take longer to build alone than the 30-minute budget at this machine's ~10k events/s
+        # at the 9-17k events/s measured here, building 20M events alone would use most of the 30-minute budget
         "histories": [1_000_000, 2_000_000, 5_000_000],
         "history_file": 2_000_000,
         "batch": 100_000,
