@@ -45,8 +45,9 @@
     alter table {{ relation }} set tblproperties ('{{ entity_state.watermark_property() }}' = '{{ watermark_micros }}')
 {% endmacro %}
 
-{#- Highest `ingested_at` that has landed, fixed once when a segments run compiles. -#}
-{% macro landing_high_watermark() %}
+{#- Highest `ingested_at` landed in the files a window starting at `files_since` can hold (all files when it is
+    none), fixed once when a model compiles. -#}
+{% macro landing_high_watermark(files_since=none) %}
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
@@ -59,9 +60,34 @@
     {%- endif -%}
     {%- set result = run_query(
         'select unix_micros(max(' ~ entity_state.landing_ingested_at() ~ ')) from ' ~ landing
+        ~ ' where ' ~ entity_state.landing_files_since(files_since, '_metadata.file_modification_time')
     ) -%}
     {%- set value = result.columns[0].values()[0] -%}
     {{ return(none if value is none else value | int) }}
+{% endmacro %}
+
+{#- How much later than its file's modification time a landed row's `ingested_at` may be: the clock skew allowed
+    between the producer that stamps a batch and the file system that stamps its file. -#}
+{% macro landing_clock_skew_micros() %}
+    {%- set minutes = var('landing_clock_skew_minutes', 60) -%}
+    {%- if minutes is not number or minutes < 0 -%}
+        {{ exceptions.raise_compiler_error(
+            "var landing_clock_skew_minutes must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
+        ) }}
+    {%- endif -%}
+    {{ return((minutes * 60 * 1000000) | int) }}
+{% endmacro %}
+
+{#- Filter on a landed file's modification time that keeps every file able to hold a row that arrived after
+    `micros`. A row's `ingested_at` is at most its file's modification time plus the clock skew (the input contract;
+    assert_landing_files_complete fails a run on a file that breaks it), so older files are skipped unread: Spark
+    prunes them when it lists the folder, and a run reads only recent files however long the history. -#}
+{% macro landing_files_since(micros, column='source_file_modified_at') %}
+    {%- if micros is none -%}
+        true
+    {%- else -%}
+        {{ column }} > {{ entity_state.micros_to_timestamp((micros | int) - entity_state.landing_clock_skew_micros()) }}
+    {%- endif -%}
 {% endmacro %}
 
 {#- How far a table written one partition per window (`entity_state_segments`, `events_rejected`) has emitted:

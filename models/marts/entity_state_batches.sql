@@ -36,7 +36,9 @@ landed as (
         source_file_name,
         reject_reason
     from {{ ref('stg_landing_events') }}
-    where {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
+    where
+        {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
+        and {{ entity_state.landing_files_since(counted_through) }}
 ),
 
 rejected as (
@@ -52,14 +54,9 @@ rejected as (
 
 -- the window the walk sees: from the current table's watermark, so the stored rows seed it
 events as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at
-    from {{ ref('stg_events') }}
-    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+    {{ entity_state.applicable_events(
+        entity_state.window_predicate('ingested_at', low, high) ~ ' and ' ~ entity_state.landing_files_since(low)
+    ) }}
 ),
 
 {%- if current_relation is not none %}

@@ -31,14 +31,9 @@
 with
 
 events as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at
-    from {{ ref('stg_events') }}
-    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+    {{ entity_state.applicable_events(
+        entity_state.window_predicate('ingested_at', low, high) ~ ' and ' ~ entity_state.landing_files_since(low)
+    ) }}
 ),
 
 {%- if is_incremental() %}

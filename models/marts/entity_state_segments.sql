@@ -16,7 +16,7 @@
     and rerunning the same window replaces the partition instead of adding to it. -#}
 {%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
-{%- set high = entity_state.landing_high_watermark() -%}
+{%- set high = entity_state.landing_high_watermark(files_since=low) -%}
 {%- do entity_state.assert_landing_files_complete(low, high) -%}
 {%- set emitted_through = entity_state.emitted_watermark(this, 'closed_ingested_at') if is_incremental() else none -%}
 {%- set known_watermarks = [emitted_through, high] | reject('none') | list -%}
@@ -28,14 +28,9 @@
 with
 
 events as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at
-    from {{ ref('stg_events') }}
-    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+    {{ entity_state.applicable_events(
+        entity_state.window_predicate('ingested_at', low, high) ~ ' and ' ~ entity_state.landing_files_since(low)
+    ) }}
 ),
 
 {%- if current_relation is not none %}

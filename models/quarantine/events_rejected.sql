@@ -10,7 +10,7 @@
 {#- Landed rows that cannot be applied, with the reason. Written like entity_state_segments: one partition per
     window, rows of arrivals after what it has already emitted, so reruns and killed runs never duplicate a row. -#}
 {%- set low = entity_state.emitted_watermark(this, 'ingested_at') if is_incremental() else none -%}
-{%- set high = entity_state.landing_high_watermark() -%}
+{%- set high = entity_state.landing_high_watermark(files_since=low) -%}
 {%- do entity_state.assert_landing_files_complete(low, high) -%}
 {%- set known_watermarks = [low, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
@@ -29,7 +29,9 @@ landed as (
         source_file_name,
         reject_reason
     from {{ ref('stg_landing_events') }}
-    where {{ entity_state.window_predicate('ingested_at', low, high) }}
+    where
+        {{ entity_state.window_predicate('ingested_at', low, high) }}
+        and {{ entity_state.landing_files_since(low) }}
 ),
 
 final as (

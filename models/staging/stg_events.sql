@@ -1,36 +1,9 @@
+{#- The landed rows that can be applied, once each. The state models read the same rows through the same macro,
+    filtered to their window before the dedup so that Spark skips the landing files the window cannot hold. -#}
 with
 
-landed as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at,
-        reject_reason
-    from {{ ref('stg_landing_events') }}
-),
-
--- rows without a full key or an event time cannot be placed on any timeline: events_rejected keeps them
-applicable as (
-    select
-        trim(tenant_id) as tenant_id,
-        trim(entity_id) as entity_id,
-        trim(state_id) as state_id,
-        event_time,
-        ingested_at
-    from landed
-    where reject_reason is null
-),
-
 final as (
-    select distinct
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at
-    from applicable
+    {{ entity_state.applicable_events() }}
 )
 
 select * from final

@@ -10,7 +10,8 @@ source as (
         event_time,
         event_time_text,
         {{ entity_state.landing_ingested_at() }} as ingested_at,
-        _metadata.file_name as source_file_name
+        _metadata.file_name as source_file_name,
+        _metadata.file_modification_time as source_file_modified_at
     from {{ source('landing', 'events') }}
 ),
 
@@ -23,6 +24,7 @@ final as (
         event_time_text,
         ingested_at,
         source_file_name,
+        source_file_modified_at,
         {{ entity_state.reject_reason('tenant_id', 'entity_id', 'state_id', 'event_time', 'event_time_text') }}
             as reject_reason
     from source

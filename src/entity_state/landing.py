@@ -163,6 +163,16 @@ def load_files(
     time each one lands (at least a microsecond after the previous one).
     """
     tables = [read_events(Path(path)) for path in paths]
+    if ingested_at is not None:
+        count = sum(len(slices(table, batches)) for table in tables)
+        last = ingested_at + timedelta(seconds=count - 1)
+        if last > datetime.now(UTC):
+            # dbt runs skip landing files modified well before their window starts, unread: a file stamped later
+            # than it was written could be skipped (var landing_clock_skew_minutes), so it is refused here.
+            raise LandingError(
+                f"--ingested-at {ingested_at.isoformat()} would stamp batches up to {last.isoformat()}, later than "
+                f"now: a batch's ingested_at must not be later than the moment its file is written"
+            )
     landed = []
     stamp = ingested_at or datetime.now(UTC)
     for table in tables:

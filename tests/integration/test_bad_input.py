@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from entity_state.landing import LANDED_SCHEMA
 from tests.reference import Event
 
 from .state_assertions import assert_matches_reference
@@ -117,7 +118,17 @@ def _not_parquet(path):
     return None
 
 
-@pytest.mark.parametrize("write_bad_file", [_missing_tenant_column, _state_as_number, _not_parquet])
+def _stamped_later_than_written(path):
+    # ingested_at a day after the file was written: beyond the allowed clock skew (var landing_clock_skew_minutes)
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    row = {**_event("e-1", "Z", 60), "event_time_text": None, "ingested_at": tomorrow}
+    pq.write_table(pa.table({name: [value] for name, value in row.items()}, schema=LANDED_SCHEMA), path)
+    return "ingested_at"
+
+
+@pytest.mark.parametrize(
+    "write_bad_file", [_missing_tenant_column, _state_as_number, _not_parquet, _stamped_later_than_written]
+)
 def test_a_malformed_file_fails_the_run_by_name_and_leaves_the_state_unchanged(project, write_bad_file):
     landed = [_event("e-1", "A", 0), _event("e-1", "B", 5)]
     project.land(landed, ARRIVAL)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from entity_state.landing import LandingError, parse_timestamp, read_events
+from entity_state.landing import LandingError, load_files, parse_timestamp, read_events
 
 EIGHT_UTC = datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
 
@@ -79,3 +79,17 @@ def test_extra_columns_are_ignored(tmp_path):
     path = tmp_path / "extra.csv"
     path.write_text("tenant_id,entity_id,state_id,event_time,colour\nacme,e-1,A,2026-03-03T08:00:00Z,red\n")
     assert "colour" not in read_events(path).column_names
+
+
+def test_a_stamp_later_than_now_is_refused_before_anything_lands(tmp_path):
+    source = tmp_path / "events.csv"
+    source.write_text("tenant_id,entity_id,state_id,event_time\nacme,e-1,A,2026-03-03T08:00:00Z\n")
+    landing = tmp_path / "landing"
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    with pytest.raises(LandingError, match=r"--ingested-at .* later than now"):
+        load_files([source], ingested_at=tomorrow, directory=landing)
+    assert not landing.exists() or not any(landing.iterdir())
+    yesterday = datetime.now(UTC) - timedelta(days=1)
+    assert [batch.ingested_at for batch in load_files([source], ingested_at=yesterday, directory=landing)] == [
+        yesterday
+    ]
