@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psutil
@@ -54,6 +54,8 @@ SIZES = {
         "fixed_reps": 1,
         "fixed_history": 1_000,
         "skew_events": 1_000,
+        "history_files": 50,
+        "file_events": 20,
     },
     "quick": {
         "entities": 20_000,
@@ -67,6 +69,8 @@ SIZES = {
         "fixed_reps": 2,
         "fixed_history": 20_000,
         "skew_events": 100_000,
+        "history_files": 2_000,
+        "file_events": 20,
     },
     "full": {
         "entities": 200_000,
@@ -81,8 +85,11 @@ SIZES = {
         "fixed_reps": 2,
         "fixed_history": 20_000,
         "skew_events": 1_000_000,
+        "history_files": 10_000,
+        "file_events": 20,
     },
 }
+SECTIONS = ("history", "fixed", "skew", "files")
 # realistic noise in every stream: 1% exact duplicates, 10% of rows out of order within their batch
 NOISE = {"duplicate_share": 0.01, "disorder": 0.1}
 
@@ -152,9 +159,16 @@ class Workspace:
             "TZ": "UTC",
         }
 
-    def land(self, stream: EventStream, events: int, role: str, touched: int | None = None) -> int:
+    def land(
+        self, stream: EventStream, events: int, role: str, touched: int | None = None, backdate: bool = False
+    ) -> int:
+        """Land the stream's next batch; `backdate` sets the file's modification time to its ingested_at, as for a
+        file that really landed then (a history built in minutes that stands for months of runs)."""
         table = stream.next_batch(events, touched)
         path = write_atomically(table, self.landing / batch_file_name(table, stream.config, stream.batches))
+        if backdate:
+            stamp = table.column("ingested_at")[0].as_py().timestamp()
+            os.utime(path, (stamp, stamp))
         self.files.append({"path": str(path), "role": role, "events": table.num_rows})
         return table.num_rows
 
@@ -524,6 +538,45 @@ def skewed_memory(results: Results, sizes: dict, out: Path) -> None:
     results.add("memory", f"one entity, {events:,} events in one batch (in-process dbt run)", [run], events, "")
 
 
+def landing_history(results: Results, sizes: dict, out: Path) -> None:
+    """Row 6: the same small batch after a few landed files and after many (one file per past run), with old files
+    skipped as the project does and with the skip turned off (an allowed clock skew longer than the history)."""
+    workspace = Workspace(out, "files")
+    # a minute between events spreads each file over its own stretch of time, as runs minutes apart would
+    stream = EventStream(StreamConfig(entities=sizes["entities"], tick=timedelta(minutes=1), **NOISE))
+    small, reps, files = sizes["small_batch"], sizes["reps"], sizes["history_files"]
+    no_skip = ["--vars", "{landing_clock_skew_minutes: 10000000}"]
+    for _ in range(10):
+        workspace.land(stream, sizes["file_events"], "history", backdate=True)
+    dbt = InProcessDbt(workspace)
+    timed = {}
+    try:
+        dbt.invoke("run")
+
+        def measure(label: str, *options: str) -> dict:
+            runs = []
+            for _ in range(reps):
+                workspace.land(stream, small, "small", small, backdate=True)
+                runs.append(dbt.invoke("run", *options))
+            return results.add("files", label, runs, small, f"{sizes['file_events']} events per history file")
+
+        timed["few"] = measure(f"{small:,}-event batch after 10 landed files")
+        print(f"landing {files:,} history files, one per past run", flush=True)
+        for _ in range(files - 10 - reps):
+            workspace.land(stream, sizes["file_events"], "history", backdate=True)
+        build = dbt.invoke("run")
+        results.add("build", f"dbt run over {files - 10 - reps:,} new files", [build], 0, "")
+        timed["many"] = measure(f"{small:,}-event batch after {files:,} landed files")
+        timed["many_no_skip"] = measure(f"{small:,}-event batch after {files:,} files, old files not skipped", *no_skip)
+    finally:
+        dbt.close()
+    value = timed["many"]["seconds_median"] / timed["few"]["seconds_median"]
+    results.ratio(f"{files:,} landed files / 10", value, "<= 1.3", value <= 1.3)
+    value = timed["many_no_skip"]["seconds_median"] / timed["few"]["seconds_median"]
+    results.checks[f"{files:,} landed files / 10, old files not skipped (contrast, no goal)"] = round(value, 2)
+    print(f"  contrast: {value:.2f} with old files not skipped", flush=True)
+
+
 def machine() -> dict:
     memory = psutil.virtual_memory().total
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
@@ -635,6 +688,9 @@ def main() -> int:
     parser.add_argument("--mode", choices=sorted(SIZES), default="quick")
     parser.add_argument("--out", type=Path, help="output folder (default .local/bench/MODE)")
     parser.add_argument("--results", type=Path, help="where to write results.json and results.png (default --out)")
+    parser.add_argument(
+        "--section", action="append", choices=SECTIONS, help="run only this section (repeatable; default: all)"
+    )
     args = parser.parse_args()
     sizes = SIZES[args.mode]
     out = (args.out or PROJECT_DIR / ".local" / "bench" / args.mode).resolve()
@@ -662,16 +718,24 @@ def main() -> int:
         }
         (target / f"results-{args.mode}.json").write_text(json.dumps(document, indent=2) + "\n")
 
-    workspace = history_scaling(results, sizes, out)
-    save()
-    clickhouse(results, sizes, workspace)
-    save()
-    fixed_cost(results, sizes, out)
-    save()
-    skewed_memory(results, sizes, out)
-    save()
+    sections = args.section or SECTIONS
+    if "history" in sections:
+        workspace = history_scaling(results, sizes, out)
+        save()
+        clickhouse(results, sizes, workspace)
+        save()
+    if "fixed" in sections:
+        fixed_cost(results, sizes, out)
+        save()
+    if "skew" in sections:
+        skewed_memory(results, sizes, out)
+        save()
+    if "files" in sections:
+        landing_history(results, sizes, out)
+        save()
     print_table(results)
-    chart(results, target / f"results-{args.mode}.png")
+    if "history" in sections:  # the chart plots that section's rows
+        chart(results, target / f"results-{args.mode}.png")
     (target / f"results-{args.mode}.md").write_text(markdown(results))
     print(f"\nwrote {target / f'results-{args.mode}.json'} and .png in {info['minutes']:.1f} minutes")
     return 0
