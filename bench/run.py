@@ -700,6 +700,9 @@ def main() -> int:
     info = machine()
     print(f"bench ({args.mode}) in {out}: {info}", flush=True)
     target = (args.results or out).resolve()
+    sections = args.section or SECTIONS
+    # a partial run never overwrites the results of a whole one
+    name = f"results-{args.mode}" + ("" if args.section is None else "-" + "-".join(sections))
     target.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
@@ -716,9 +719,8 @@ def main() -> int:
             "ratios": results.ratios,
             "checks": results.checks,
         }
-        (target / f"results-{args.mode}.json").write_text(json.dumps(document, indent=2) + "\n")
+        (target / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
 
-    sections = args.section or SECTIONS
     if "history" in sections:
         workspace = history_scaling(results, sizes, out)
         save()
@@ -735,9 +737,9 @@ def main() -> int:
         save()
     print_table(results)
     if "history" in sections:  # the chart plots that section's rows
-        chart(results, target / f"results-{args.mode}.png")
-    (target / f"results-{args.mode}.md").write_text(markdown(results))
-    print(f"\nwrote {target / f'results-{args.mode}.json'} and .png in {info['minutes']:.1f} minutes")
+        chart(results, target / f"{name}.png")
+    (target / f"{name}.md").write_text(markdown(results))
+    print(f"\nwrote {target / name}.json, .md (and .png) in {info['minutes']:.1f} minutes")
     return 0
 
 
