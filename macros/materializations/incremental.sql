@@ -1,10 +1,11 @@
-{#- dbt-spark's incremental materialization (dbt-spark 1.11.0), with one change: a full refresh of an existing
-    table builds the new table aside under a name of its own and swaps it in with two renames, instead of dropping
-    the table first. A full refresh that fails while building leaves the old table, with its watermark, as it was;
-    one killed between the two renames leaves no table under the model's name, and the next run rebuilds it from
-    the landed history. The name of the aside table is unique per invocation because a build killed midway can
-    leave files in its folder, which would block a table of the same name. Keep the rest in step with dbt-spark
-    when upgrading it. -#}
+{#- dbt-spark's incremental materialization (dbt-spark 1.11.0), with one change: a new table is built aside under a
+    name of its own and renamed into place, instead of being created under the model's name. For a full refresh of an
+    existing table the old one is swapped out with a second rename, instead of being dropped first: a full refresh
+    that fails while building leaves the old table, with its watermark, as it was; one killed between the two renames
+    leaves no table under the model's name, and the next run rebuilds it from the landed history. The aside name is
+    unique per invocation because a build killed midway leaves files in its folder, which would block a table of the
+    same name: so a first run killed while it builds is repaired by a plain rerun too. Keep the rest in step with
+    dbt-spark when upgrading it. -#}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -40,12 +41,18 @@
   {#-- Run pre-hooks --#}
   {{ run_hooks(pre_hooks) }}
 
+  {#-- entity_state: where a new table is built before it takes the model's name (see the comment at the top) --#}
+  {%- set rebuild_relation = this.incorporate(
+      path={"identifier": this.identifier ~ '__rebuild_' ~ invocation_id.replace('-', '')[:12]}, type='table'
+  ) -%}
+
   {#-- Incremental run logic --#}
   {%- if existing_relation is none -%}
-    {#-- Relation must be created --#}
+    {#-- entity_state: built aside, then renamed into place --#}
     {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
+      {{ create_table_as(False, rebuild_relation, compiled_code, language) }}
     {%- endcall -%}
+    {% do adapter.rename_relation(rebuild_relation, target_relation) %}
     {% do persist_constraints(target_relation, model) %}
   {%- elif existing_relation.is_view -%}
     {#-- a view holds no state: replace it --#}
@@ -56,9 +63,6 @@
     {% do persist_constraints(target_relation, model) %}
   {%- elif should_full_refresh() -%}
     {#-- entity_state: build the new table aside, then swap it in (see the comment at the top) --#}
-    {%- set rebuild_relation = this.incorporate(
-        path={"identifier": this.identifier ~ '__rebuild_' ~ invocation_id.replace('-', '')[:12]}, type='table'
-    ) -%}
     {%- set backup_relation = this.incorporate(path={"identifier": this.identifier ~ '__backup'}, type='table') -%}
     {%- set stale_backup = load_relation(backup_relation) -%}
     {% if stale_backup is not none %}

@@ -153,6 +153,20 @@ def test_a_killed_run_is_repaired_by_a_plain_rerun(after_first_batch, point):
     _assert_equals_reference(project.run_and_dump(), project.landed)
 
 
+def test_a_first_run_killed_while_it_builds_a_state_table_is_repaired_by_a_plain_rerun(tmp_path):
+    project = ProcessProject(tmp_path / "home")
+    project.land(FIRST_BATCH, 1)
+
+    killed = project.dbt(
+        "--kill-at", r"create table \S*entity_state_segments__rebuild_", "--kill-when", "mid-write", "run"
+    )
+
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]
+    assert (project.home / "killed_at").read_text() == "mid-write"
+    project.land(SECOND_BATCH, 2)
+    _assert_equals_reference(project.run_and_dump(), project.landed)
+
+
 def test_of_two_runs_at_the_same_time_one_proceeds_and_the_other_is_refused_at_once(after_first_batch):
     home, snapshot = after_first_batch
     shutil.rmtree(home)
