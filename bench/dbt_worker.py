@@ -30,6 +30,14 @@ def serve() -> None:
         command = json.loads(line)
         if command["cmd"] == "quit":
             break
+        if command["cmd"] == "sql":
+            # statements of the harness itself (not timed), in the session dbt opened
+            from pyspark.sql import SparkSession
+
+            for statement in command["statements"]:
+                SparkSession.builder.getOrCreate().sql(statement).collect()
+            answers.write(json.dumps({"success": True}) + "\n")
+            continue
         started = time.perf_counter()
         result = dbtRunner().invoke(command["args"])
         answers.write(
