@@ -39,9 +39,9 @@
                 false
             ) as is_stamped_after_file
         from {{ source('landing', 'events') }}
-        where
-            {{ entity_state.window_predicate(entity_state.landing_ingested_at(), low, high) }}
-            and {{ entity_state.landing_files_since(low, '_metadata.file_modification_time') }}
+        where {{ entity_state.landed_window_predicate(
+            low, high, entity_state.landing_ingested_at(), '_metadata.file_modification_time'
+        ) }}
         group by _metadata.file_name
         having
             least({% for column in required %}{{ column }}_values{{ ', ' if not loop.last }}{% endfor %}) = 0

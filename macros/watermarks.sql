@@ -90,6 +90,13 @@
     {%- endif -%}
 {% endmacro %}
 
+{#- Filter for the landed rows of the window (low, high]: the window on the arrival time, and the file filter that
+    lets Spark skip the files the window cannot hold. Every read of the landing data in a run goes through it. -#}
+{% macro landed_window_predicate(low, high, ingested_at='ingested_at', file_modified_at='source_file_modified_at') %}
+    {{ entity_state.window_predicate(ingested_at, low, high) }}
+    and {{ entity_state.landing_files_since(low, file_modified_at) }}
+{% endmacro %}
+
 {#- How far a table written one partition per window (`entity_state_segments`, `events_rejected`) has emitted:
     its recorded watermark, or further if a run wrote rows and then stopped before recording it (the rows
     themselves then say how far it got: `column` is the arrival time each row was emitted for). -#}

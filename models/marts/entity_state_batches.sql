@@ -36,9 +36,7 @@ landed as (
         source_file_name,
         reject_reason
     from {{ ref('stg_landing_events') }}
-    where
-        {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
-        and {{ entity_state.landing_files_since(counted_through) }}
+    where {{ entity_state.landed_window_predicate(counted_through, high) }}
 ),
 
 rejected as (
@@ -54,9 +52,7 @@ rejected as (
 
 -- the window the walk sees: from the current table's watermark, so the stored rows seed it
 events as (
-    {{ entity_state.applicable_events(
-        entity_state.window_predicate('ingested_at', low, high) ~ ' and ' ~ entity_state.landing_files_since(low)
-    ) }}
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(low, high)) }}
 ),
 
 {%- if current_relation is not none %}

@@ -28,9 +28,7 @@
 with
 
 events as (
-    {{ entity_state.applicable_events(
-        entity_state.window_predicate('ingested_at', low, high) ~ ' and ' ~ entity_state.landing_files_since(low)
-    ) }}
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(low, high)) }}
 ),
 
 {%- if current_relation is not none %}

@@ -29,9 +29,7 @@ landed as (
         source_file_name,
         reject_reason
     from {{ ref('stg_landing_events') }}
-    where
-        {{ entity_state.window_predicate('ingested_at', low, high) }}
-        and {{ entity_state.landing_files_since(low) }}
+    where {{ entity_state.landed_window_predicate(low, high) }}
 ),
 
 final as (

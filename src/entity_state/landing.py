@@ -162,10 +162,9 @@ def load_files(
     Batches get strictly increasing ingested_at stamps: from the given start time one second apart, or else the
     time each one lands (at least a microsecond after the previous one).
     """
-    tables = [read_events(Path(path)) for path in paths]
+    parts = [part for path in paths for part in slices(read_events(Path(path)), batches)]
     if ingested_at is not None:
-        count = sum(len(slices(table, batches)) for table in tables)
-        last = ingested_at + timedelta(seconds=count - 1)
+        last = ingested_at + timedelta(seconds=len(parts) - 1)
         if last > datetime.now(UTC):
             # dbt runs skip landing files modified well before their window starts, unread: a file stamped later
             # than it was written could be skipped (var landing_clock_skew_minutes), so it is refused here.
@@ -175,11 +174,10 @@ def load_files(
             )
     landed = []
     stamp = ingested_at or datetime.now(UTC)
-    for table in tables:
-        for part in slices(table, batches):
-            landed.append(land(part, stamp, directory))
-            if ingested_at is not None:
-                stamp += timedelta(seconds=1)
-            else:
-                stamp = max(stamp + timedelta(microseconds=1), datetime.now(UTC))
+    for part in parts:
+        landed.append(land(part, stamp, directory))
+        if ingested_at is not None:
+            stamp += timedelta(seconds=1)
+        else:
+            stamp = max(stamp + timedelta(microseconds=1), datetime.now(UTC))
     return landed
