@@ -108,7 +108,7 @@
     {%- set query -%}
         select unix_micros(max({{ column }})) from {{ relation }}
         {%- if recorded is not none %}
-        where emitted_window >= '{{ entity_state.window_partition_value(recorded) }}'
+        where {{ entity_state.emitted_since(recorded) }}
         {%- endif %}
     {%- endset -%}
     {%- set written = run_query(query).columns[0].values()[0] -%}
@@ -119,10 +119,24 @@
     {{ return(candidates | max if candidates else none) }}
 {% endmacro %}
 
-{#- A window's high watermark as the value of the segments partition column: zero-padded text, so that text order
-    is number order and the Hive metastore (which filters partitions on string keys only) can prune on it. -#}
+{#- The partition a run writes into a table written one partition per window (`emitted_window`): the window's high
+    watermark as zero-padded text, so that text order is number order and the Hive metastore (which filters
+    partitions on string keys only) can prune on it, then the invocation's id, so that no two writes ever share a
+    partition (see insert_new_partition_sql). -#}
 {% macro window_partition_value(micros) %}
+    {{ return(entity_state._padded_micros(micros) ~ '_' ~ invocation_id.replace('-', '')[:12]) }}
+{% endmacro %}
+
+{#- Partition values sort as their windows do: the value of a window ending at `micros` starts with this text, so
+    `emitted_window >= this` keeps exactly the windows that ended at or after `micros`. -#}
+{% macro _padded_micros(micros) %}
     {{ return('%020d' % (micros | int) if micros is not none else 'none') }}
+{% endmacro %}
+
+{#- Renders the marker from which insert_new_partition_sql reads the partition a model writes; the model gives its
+    partition column the same value. -#}
+{% macro write_partition_marker(value) %}
+    /* entity_state.write_partition='{{ value }}' */
 {% endmacro %}
 
 {% macro micros_to_timestamp(micros) %}
@@ -153,6 +167,6 @@
     {%- if micros is none -%}
         true
     {%- else -%}
-        emitted_window >= '{{ entity_state.window_partition_value(micros) }}'
+        emitted_window >= '{{ entity_state._padded_micros(micros) }}'
     {%- endif -%}
 {% endmacro %}

@@ -4,8 +4,9 @@
     that fails while building leaves the old table, with its watermark, as it was; one killed between the two renames
     leaves no table under the model's name, and the next run rebuilds it from the landed history. The aside name is
     unique per invocation because a build killed midway leaves files in its folder, which would block a table of the
-    same name: so a first run killed while it builds is repaired by a plain rerun too. Keep the rest in step with
-    dbt-spark when upgrading it. -#}
+    same name: so a first run killed while it builds is repaired by a plain rerun too. It also accepts the strategy
+    `insert_new_partition` (see macros/state_relations.sql). Keep the rest in step with dbt-spark when upgrading
+    it. -#}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -13,7 +14,12 @@
   {%- set grant_config = config.get('grants') -%}
 
   {%- set file_format = dbt_spark_validate_get_file_format(raw_file_format) -%}
-  {%- set strategy = dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) -%}
+  {#-- entity_state: one strategy of this project's own besides dbt-spark's (see insert_new_partition_sql) --#}
+  {%- if raw_strategy == 'insert_new_partition' -%}
+    {%- set strategy = raw_strategy -%}
+  {%- else -%}
+    {%- set strategy = dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) -%}
+  {%- endif -%}
 
   {#-- Set vars --#}
 
@@ -82,7 +88,11 @@
     {%- endcall -%}
     {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
     {%- call statement('main') -%}
-      {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
+      {%- if strategy == 'insert_new_partition' -%}
+        {{ entity_state.insert_new_partition_sql(tmp_relation, target_relation, partition_by, model.compiled_code) }}
+      {%- else -%}
+        {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
+      {%- endif -%}
     {%- endcall -%}
     {%- if language == 'python' -%}
       {#--

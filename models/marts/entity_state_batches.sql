@@ -1,7 +1,7 @@
 {{
     config(
         materialized='incremental',
-        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
+        incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
     )
@@ -24,7 +24,9 @@
     else [segments_through, rejected_through] | min -%}
 {%- set known_watermarks = [counted_through, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
+{%- set emitted_window = entity_state.window_partition_value(next_watermark) -%}
 {{ entity_state.watermark_marker(next_watermark) }}
+{{ entity_state.write_partition_marker(emitted_window) }}
 
 with
 
@@ -160,7 +162,7 @@ final as (
         {{ entity_state.micros_to_timestamp(high) if high is not none else 'cast(null as timestamp)' }}
             as window_end_ingested_at,
         current_timestamp() as processed_at,
-        '{{ entity_state.window_partition_value(next_watermark) }}' as emitted_window
+        '{{ emitted_window }}' as emitted_window
     from landed_counts
     left join first_arrival_counts on landed_counts.ingested_at = first_arrival_counts.ingested_at
     left join distinct_event_counts on landed_counts.ingested_at = distinct_event_counts.ingested_at

@@ -1,7 +1,7 @@
 {{
     config(
         materialized='incremental',
-        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
+        incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
     )
@@ -11,9 +11,10 @@
     are read from the lowest watermark any current row may have, and each seed row skips what it already applied.
     Stays whose closing event arrived at or before `emitted_through` are already in this table and are not emitted
     again, so a rerun after a failure, or a run alone with `--select`, never duplicates a stay.
-    Each run writes its stays into a partition of their own, named after its window: a partition write goes through
-    a staging folder private to that write, so a run killed mid-write leaves nothing a later write could pick up,
-    and rerunning the same window replaces the partition instead of adding to it. -#}
+    Each run adds its stays as a partition of their own, named after its window and the invocation: the partition
+    is registered only once its files are complete, so a run killed mid-write leaves nothing readers or a later
+    write could pick up (see insert_new_partition_sql), and the write looks up no other partition, however many
+    runs came before. -#}
 {%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
 {%- set high = entity_state.landing_high_watermark(files_since=low) -%}
@@ -23,7 +24,9 @@
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
 {%- set emitted_after = 'closed_ingested_at > ' ~ entity_state.micros_to_timestamp(emitted_through)
     if emitted_through is not none else 'true' -%}
+{%- set emitted_window = entity_state.window_partition_value(next_watermark) -%}
 {{ entity_state.watermark_marker(next_watermark) }}
+{{ entity_state.write_partition_marker(emitted_window) }}
 
 with
 
@@ -75,7 +78,7 @@ final as (
         end_time,
         last_event_ts,
         closed_ingested_at,
-        '{{ entity_state.window_partition_value(next_watermark) }}' as emitted_window
+        '{{ emitted_window }}' as emitted_window
     from closed
 )
 

@@ -1,7 +1,7 @@
 {{
     config(
         materialized='incremental',
-        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
+        incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
     )
@@ -14,7 +14,9 @@
 {%- do entity_state.assert_landing_files_complete(low, high) -%}
 {%- set known_watermarks = [low, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
+{%- set emitted_window = entity_state.window_partition_value(next_watermark) -%}
 {{ entity_state.watermark_marker(next_watermark) }}
+{{ entity_state.write_partition_marker(emitted_window) }}
 
 with
 
@@ -42,7 +44,7 @@ final as (
         reject_reason,
         source_file_name,
         ingested_at,
-        '{{ entity_state.window_partition_value(next_watermark) }}' as emitted_window
+        '{{ emitted_window }}' as emitted_window
     from landed
     where reject_reason is not null
 )

@@ -30,8 +30,8 @@ FIRST_BATCH = [("e-1", "A", 0), ("e-1", "B", 3), ("e-2", "X", 1), ("e-3", "P", 2
 SECOND_BATCH = [("e-1", "B", 5), ("e-1", "C", 7), ("e-1", "A", 9), ("e-2", "Y", 4), ("e-2", "X", 6), ("e-4", "Q", 8)]
 
 KILL_POINTS = {
-    "before the segments write": (r"insert overwrite table \S*entity_state_segments\b", "before"),
-    "in the middle of the segments write": (r"insert overwrite table \S*entity_state_segments\b", "mid-write"),
+    "before the segments write": (r"insert into table \S*entity_state_segments\b", "before"),
+    "in the middle of the segments write": (r"insert into table \S*entity_state_segments\b", "mid-write"),
     "between the segments write and its watermark": (
         r"alter table \S*entity_state_segments set tblproperties",
         "before",
