@@ -94,7 +94,7 @@ test: lint test-unit test-integration test-cluster-ci ## Everything CI runs
 bench-quick: install-bench ## Benchmark at small sizes (measured 9.8 minutes on 2 idle cores before the landed-files section); results in .local/bench/quick/
 	$(BIN)/python bench/run.py --mode quick
 
-bench: install-bench ## Full benchmark (measured 22.8 + 15.3 minutes): 1M/2M/5M histories, 10,000 landed files; results in bench/results/
+bench: install-bench ## Full benchmark (measured 22.8 + 11.8 minutes): 1M/2M/5M histories, 10,000 landed files; results in bench/results/
 	$(BIN)/python bench/run.py --mode full --results bench/results
 
 clean: ## Remove the local warehouse, metastore, landed files and dbt output (stops the local cluster first)
