@@ -5,8 +5,8 @@
     leaves no table under the model's name, and the next run rebuilds it from the landed history. The aside name is
     unique per invocation because a build killed midway leaves files in its folder, which would block a table of the
     same name: so a first run killed while it builds is repaired by a plain rerun too. It also accepts the strategy
-    `insert_new_partition` (see macros/state_relations.sql). Keep the rest in step with dbt-spark when upgrading
-    it. -#}
+    `insert_new_partition` (see macros/state_relations.sql), and rebuilds a table as a full refresh does when the
+    model's SQL carries rebuild_marker. Keep the rest in step with dbt-spark when upgrading it. -#}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -67,7 +67,7 @@
       {{ create_table_as(False, target_relation, compiled_code, language) }}
     {%- endcall -%}
     {% do persist_constraints(target_relation, model) %}
-  {%- elif should_full_refresh() -%}
+  {%- elif should_full_refresh() or 'entity_state.rebuild_table' in compiled_code -%}
     {#-- entity_state: build the new table aside, then swap it in (see the comment at the top) --#}
     {%- set backup_relation = this.incorporate(path={"identifier": this.identifier ~ '__backup'}, type='table') -%}
     {%- set stale_backup = load_relation(backup_relation) -%}

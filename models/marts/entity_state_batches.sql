@@ -20,7 +20,8 @@
 {%- set rejected_through = entity_state.emitted_watermark(
     entity_state.state_relation('events_rejected'), 'ingested_at'
 ) -%}
-{%- set high = none if segments_through is none or rejected_through is none
+{%- set is_waiting_for_current = entity_state.is_seed_damaged(current_relation) -%}
+{%- set high = none if segments_through is none or rejected_through is none or is_waiting_for_current
     else [segments_through, rejected_through] | min -%}
 {%- set known_watermarks = [counted_through, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}

@@ -12,8 +12,19 @@
 {#- This table never moves past what entity_state_segments has emitted: the window ends at the segments
     watermark, so segments can always seed its next walk from the rows stored here. Nor past what
     entity_state_batches has counted (once that table exists), so the batches it counts next are all newer than
-    the rows stored here. Only the hash buckets that the window touches are rewritten. -#}
-{%- set low = entity_state.read_watermark(this) if is_incremental() else none -%}
+    the rows stored here. Only the hash buckets that the window touches are rewritten. A bucket that lost rows (a
+    run killed while Spark replaced it, see lost_current_buckets) makes this run rebuild the table from the landed
+    events instead; segments and the batch counts wait for that rebuild. -#}
+{%- set lost_buckets = entity_state.lost_current_buckets(this) if is_incremental() else [] -%}
+{%- set incremental = is_incremental() and not lost_buckets -%}
+{%- if lost_buckets %}
+{{ entity_state.rebuild_marker('buckets ' ~ lost_buckets | join(', ') ~ ' lost rows') }}
+{%- do log(
+    this ~ ': the rows of buckets ' ~ lost_buckets | join(', ') ~ ' are gone (a run was killed while Spark replaced '
+    ~ 'them); rebuilding the table from the landed events', info=true
+) -%}
+{%- endif -%}
+{%- set low = entity_state.read_watermark(this) if incremental else none -%}
 {%- set segments_through = entity_state.emitted_watermark(
     entity_state.state_relation('entity_state_segments'), 'closed_ingested_at'
 ) -%}
@@ -34,7 +45,7 @@ events as (
     {{ entity_state.applicable_events(entity_state.landed_window_predicate(low, high)) }}
 ),
 
-{%- if is_incremental() %}
+{%- if incremental %}
 
 touched_buckets as (
     select distinct {{ entity_state.entity_bucket() }} as entity_bucket
@@ -56,7 +67,7 @@ stored as (
 {%- endif %}
 
 stays as (
-    {{ entity_state.entity_state_islands('events', 'stored' if is_incremental() else none) }}
+    {{ entity_state.entity_state_islands('events', 'stored' if incremental else none) }}
 ),
 
 open_stays as (
@@ -71,7 +82,7 @@ open_stays as (
     where is_open
 ),
 
-{%- if is_incremental() %}
+{%- if incremental %}
 
 -- entities in a rewritten bucket that the window did not advance keep their stored stay
 unchanged as (
@@ -91,7 +102,7 @@ unchanged as (
 
 all_stays as (
     select * from open_stays
-    {%- if is_incremental() %}
+    {%- if incremental %}
     union all
     select * from unchanged
     {%- endif %}
@@ -107,6 +118,7 @@ final as (
         states_at_last_event_ts,
         {{ entity_state.micros_to_timestamp(high) if high is not none else 'cast(null as timestamp)' }}
             as watermark_ingested_at,
+        count(*) over (partition by {{ entity_state.entity_bucket() }}) as bucket_entities,
         {{ entity_state.entity_bucket() }} as entity_bucket
     from all_stays
 )

@@ -14,10 +14,11 @@
     Each run adds its stays as a partition of their own, named after its window and the invocation: the partition
     is registered only once its files are complete, so a run killed mid-write leaves nothing readers or a later
     write could pick up (see insert_new_partition_sql), and the write looks up no other partition, however many
-    runs came before. -#}
+    runs came before. While the current table has lost rows the window is empty (is_seed_damaged). -#}
 {%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
+{%- set is_waiting_for_current = entity_state.is_seed_damaged(current_relation) -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
-{%- set high = entity_state.landing_high_watermark(files_since=low) -%}
+{%- set high = none if is_waiting_for_current else entity_state.landing_high_watermark(files_since=low) -%}
 {%- do entity_state.assert_landing_files_complete(low, high) -%}
 {%- set emitted_through = entity_state.emitted_watermark(this, 'closed_ingested_at') if is_incremental() else none -%}
 {%- set known_watermarks = [emitted_through, high] | reject('none') | list -%}
