@@ -13,7 +13,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, suppress
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from entity_state.landing import LANDED_SCHEMA
+from tests.reference import Event
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 STATE_MODELS = ("entity_state_segments", "entity_state_current")
@@ -77,6 +78,23 @@ class DbtProject:
         path = self.landing / f"batch_{self._batch:05d}.parquet"
         pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), path)
         return path
+
+    def land_moves(
+        self, landed: list[Event], first_event_at: datetime, ingested_at: datetime, moves: list[tuple[str, str, int]]
+    ) -> None:
+        """Land one batch of (entity, state, minute) events of tenant 'acme', minutes counted from first_event_at,
+        and add them to `landed`, the events the test compares the state with."""
+        rows = [
+            dict(tenant_id="acme", entity_id=entity, state_id=state, event_time=first_event_at + timedelta(minutes=m))
+            for entity, state, m in moves
+        ]
+        self.land(rows, ingested_at)
+        landed += [Event("acme", r["entity_id"], r["state_id"], r["event_time"], ingested_at) for r in rows]
+
+    def table_location(self, table: str) -> Path:
+        """The folder of one of the schema's tables, as the metastore records it."""
+        rows = self.query(f"describe formatted {self.schema}.{table}")
+        return Path(re.sub(r"^file:", "", next(row["data_type"] for row in rows if row["col_name"] == "Location")))
 
     def query(self, sql: str) -> list[dict[str, Any]]:
         if self.target == "local":

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import shutil
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from tests.reference import Event
 
@@ -24,19 +23,7 @@ KILLED_TASK = "task_202605020000_0007_m_000000"  # the name Hadoop gives a commi
 
 
 def _batch(project, landed, ingested_minute, *events):
-    ingested_at = ARRIVAL + timedelta(minutes=ingested_minute)
-    rows = [
-        dict(tenant_id="acme", entity_id=entity, state_id=state, event_time=T0 + timedelta(minutes=minute))
-        for entity, state, minute in events
-    ]
-    project.land(rows, ingested_at)
-    landed += [Event("acme", r["entity_id"], r["state_id"], r["event_time"], ingested_at) for r in rows]
-
-
-def _location(project, table: str) -> Path:
-    rows = project.query(f"describe formatted {project.schema}.{table}")
-    location = next(row["data_type"] for row in rows if row["col_name"] == "Location")
-    return Path(re.sub(r"^file:", "", location))
+    project.land_moves(landed, T0, ARRIVAL + timedelta(minutes=ingested_minute), list(events))
 
 
 def _partition_a_run_would_write(project) -> str:
@@ -54,7 +41,7 @@ def test_task_output_left_by_a_killed_write_is_never_read(project):
 
     # A second run, killed after one of its tasks committed: that task's files sit under `_temporary`, holding
     # (here) copies of stays already in the table, in the partition the killed run was writing.
-    table = _location(project, "entity_state_segments")
+    table = project.table_location("entity_state_segments")
     killed_partition = f"emitted_window={_partition_a_run_would_write(project)}"
     stored_files = [path for path in table.glob("emitted_window=*/*.parquet") if path.stat().st_size > 0]
     assert stored_files, "the first run wrote no stay files to copy"

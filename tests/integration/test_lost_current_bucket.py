@@ -8,7 +8,6 @@ was killed had written segments and the batch counts already) and then runs dbt 
 
 from __future__ import annotations
 
-import re
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,20 +25,13 @@ ENTITIES = [f"e-{number}" for number in range(1, 25)]  # more than the 16 bucket
 
 
 def _batch(project, landed, ingested_minute, events):
-    ingested_at = ARRIVAL + timedelta(minutes=ingested_minute)
-    rows = [
-        dict(tenant_id="acme", entity_id=entity, state_id=state, event_time=T0 + timedelta(minutes=minute))
-        for entity, state, minute in events
-    ]
-    project.land(rows, ingested_at)
-    landed += [Event("acme", r["entity_id"], r["state_id"], r["event_time"], ingested_at) for r in rows]
+    project.land_moves(landed, T0, ARRIVAL + timedelta(minutes=ingested_minute), events)
 
 
 def _bucket_folder(project) -> Path:
     """The folder of the bucket holding the most entities."""
     table = f"{project.schema}.entity_state_current"
-    rows = project.query(f"describe formatted {table}")
-    location = Path(re.sub(r"^file:", "", next(row["data_type"] for row in rows if row["col_name"] == "Location")))
+    location = project.table_location("entity_state_current")
     counts = project.query(f"select entity_bucket, count(*) as entities from {table} group by entity_bucket")
     fullest = max(counts, key=lambda row: row["entities"])
     assert fullest["entities"] >= 2

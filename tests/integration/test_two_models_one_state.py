@@ -16,14 +16,7 @@ ARRIVAL = datetime(2026, 3, 2, tzinfo=UTC)
 
 
 def _batch(project, landed, ingested_minute, *events):
-    """Land one batch of (entity, state, minute) events for tenant 'acme'."""
-    ingested_at = ARRIVAL + timedelta(minutes=ingested_minute)
-    rows = [
-        dict(tenant_id="acme", entity_id=entity, state_id=state, event_time=T0 + timedelta(minutes=minute))
-        for entity, state, minute in events
-    ]
-    project.land(rows, ingested_at)
-    landed += [Event("acme", r["entity_id"], r["state_id"], r["event_time"], ingested_at) for r in rows]
+    project.land_moves(landed, T0, ARRIVAL + timedelta(minutes=ingested_minute), list(events))
 
 
 def test_selecting_one_model_at_a_time_in_any_order_converges(project):
