@@ -64,7 +64,9 @@ def bare(statements_file: str) -> None:
         "spark.driver.memory": os.environ.get("ENTITY_STATE_DRIVER_MEMORY", "2g"),
         "spark.sql.warehouse.dir": f"{home}/warehouse",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}/metastore -Duser.timezone=UTC "
-        "-Dlog4j2.configurationFile=profiles/log4j2.properties",
+        f"-Dlog4j2.configurationFile={PROJECT_DIR}/profiles/log4j2.properties "
+        f"-Dentity_state.spark_log={home}/logs/spark.log",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": os.environ.get("ENTITY_STATE_SHUFFLE_PARTITIONS", "4"),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",

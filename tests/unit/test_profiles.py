@@ -1,0 +1,41 @@
+"""The `local` profile keeps Spark's own output off the terminal (a real dbt process checks the effect:
+tests/integration/test_terminal_output.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+
+
+def _local_settings() -> dict[str, str]:
+    profile = yaml.safe_load((PROFILES / "profiles.yml").read_text())
+    return profile["entity_state"]["outputs"]["local"]["server_side_parameters"]
+
+
+def test_no_console_progress_bars():
+    assert _local_settings()["spark.ui.showConsoleProgress"] == "false"
+
+
+def test_spark_logs_to_a_file_in_the_state_home_with_a_config_found_from_any_folder():
+    java_options = _local_settings()["spark.driver.extraJavaOptions"]
+    assert " -Dlog4j2.configurationFile={{ flags.PROFILES_DIR }}/log4j2.properties " in java_options
+    assert " -Dentity_state.spark_log={{ env_var('ENTITY_STATE_HOME', '.local') }}/logs/spark.log" in java_options
+
+
+def test_log4j_writes_to_the_file_only():
+    properties = dict(
+        line.split("=", 1)
+        for line in (PROFILES / "log4j2.properties").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    )
+    properties = {key.strip(): value.strip() for key, value in properties.items()}
+    appenders = {key: value for key, value in properties.items() if re.fullmatch(r"appender\.\w+\.type", key)}
+    assert appenders == {"appender.file.type": "RollingFile"}
+    assert properties["appender.file.fileName"] == "${logFile}"
+    assert properties["property.logFile"].startswith("${sys:entity_state.spark_log:-")
+    # the repl logger at the root's level: PySpark then prints no "Setting default log level" line
+    assert properties["logger.repl.level"] == properties["rootLogger.level"]
