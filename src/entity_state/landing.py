@@ -36,6 +36,7 @@ LANDED_SCHEMA = pa.schema(
 EPOCH_DIGITS = re.compile(r"[+-]?\d{9,19}(\.\d+)?")
 SLASHED_DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2})")
 DEFAULT_LANDING_DIR = "data/landing/events"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class LandingError(ValueError):
@@ -59,21 +60,25 @@ def parse_timestamp(text: str) -> datetime:
     Accepted: ISO 8601 (`T` or space, optional fraction, `Z` or `+hh:mm` offset), the same with `/` between the
     date parts, RFC 2822 (`Tue, 03 Mar 2026 08:00:00 +0100`), and Unix epoch seconds (9-11 digits, optional
     fraction) or milliseconds (12-14 digits) or microseconds (15-19 digits). Text without an offset is UTC.
+    A time outside years 1-9999 in UTC raises ValueError too.
     """
     text = text.strip()
-    if EPOCH_DIGITS.fullmatch(text):
-        number = float(text) if "." in text else int(text)
-        digits = len(text.lstrip("+-").split(".")[0])
-        scale = 1 if digits <= 11 else 1_000 if digits <= 14 else 1_000_000
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=number / scale)
     try:
-        value = datetime.fromisoformat(SLASHED_DATE.sub(r"\1-\2-\3", text, count=1))
-    except ValueError:
+        if EPOCH_DIGITS.fullmatch(text):
+            number = float(text) if "." in text else int(text)
+            digits = len(text.lstrip("+-").split(".")[0])
+            scale = 1 if digits <= 11 else 1_000 if digits <= 14 else 1_000_000
+            return EPOCH + timedelta(seconds=number / scale)
         try:
-            value = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            raise ValueError(f"cannot parse {text!r} as a timestamp") from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+            value = datetime.fromisoformat(SLASHED_DATE.sub(r"\1-\2-\3", text, count=1))
+        except ValueError:
+            try:
+                value = email.utils.parsedate_to_datetime(text)
+            except (TypeError, ValueError, IndexError):
+                raise ValueError(f"cannot parse {text!r} as a timestamp") from None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} is out of the range of timestamps (years 1-9999)") from None
 
 
 def read_events(path: Path) -> pa.Table:

@@ -93,3 +93,19 @@ def test_a_stamp_later_than_now_is_refused_before_anything_lands(tmp_path):
     assert [batch.ingested_at for batch in load_files([source], ingested_at=yesterday, directory=landing)] == [
         yesterday
     ]
+
+
+@pytest.mark.parametrize(
+    "text", ["-99999999999", "9999999999999999999", "0001-01-01T00:30:00+01:00", "Fri, 31 Dec 9999 23:00:00 -0500"]
+)
+def test_a_time_outside_the_datetime_range_is_unparseable_not_a_crash(text):
+    with pytest.raises(ValueError, match="out of the range"):
+        parse_timestamp(text)
+
+
+def test_an_out_of_range_time_is_quarantined_like_other_unparseable_text(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("tenant_id,entity_id,state_id,event_time\nacme,e-1,A,9999999999999999999\nacme,e-1,B,1772524800\n")
+    table = read_events(path)
+    assert table.column("event_time").to_pylist() == [None, EIGHT_UTC]
+    assert table.column("event_time_text").to_pylist() == ["9999999999999999999", None]
