@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import email.utils
+from datetime import UTC, datetime, timedelta, timezone
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from entity_state.landing import LandingError, load_files, parse_timestamp, read_events
+from entity_state.landing import LandingError, load_files, parse_timestamp, parse_timestamps, read_events
 
 EIGHT_UTC = datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
 
@@ -109,3 +112,179 @@ def test_an_out_of_range_time_is_quarantined_like_other_unparseable_text(tmp_pat
     table = read_events(path)
     assert table.column("event_time").to_pylist() == [None, EIGHT_UTC]
     assert table.column("event_time_text").to_pylist() == ["9999999999999999999", None]
+
+
+# Text of every accepted form, with fields in and out of range, and junk: the column-wise parse must give what
+# parse_timestamp gives row by row (timestamp, or the text kept as unparseable) for every value. Each field of an
+# ISO text is valid, or one time in five at or just past a limit.
+def _digits(low: int, high: int, width: int) -> st.SearchStrategy[str]:
+    return st.integers(low, high).map(lambda number: str(number).zfill(width))
+
+
+SPACES = st.sampled_from(["", "", "", " ", "  ", "\t", "\n", "\r\n", "\xa0", "\x0b", "\u2003"])
+ISO_FIELDS = {
+    "year": st.one_of(_digits(1970, 2100, 4), _digits(1, 9999, 4)),
+    "dashes": st.sampled_from(["--", "//"]),
+    "month": _digits(1, 12, 2),
+    "day": _digits(1, 28, 2),
+    "separator": st.sampled_from("T "),
+    "hour": _digits(0, 23, 2),
+    "minute": _digits(0, 59, 2),
+    "second": _digits(0, 59, 2),
+    "fraction": st.one_of(st.just(""), st.text("0123456789", min_size=1, max_size=6).map(lambda d: f".{d}")),
+    "zone": st.one_of(
+        st.sampled_from(["", "Z"]),
+        st.builds(lambda sign, hh, mm: f"{sign}{hh}:{mm}", st.sampled_from("+-"), _digits(0, 23, 2), _digits(0, 59, 2)),
+    ),
+}
+ISO_LIMITS = {
+    "year": ["0000", "0001", "0002", "9998", "9999", "0400", "1900", "2000", "2024", "20261", "226"],
+    "dashes": ["-/", "/-", "..", "-.", "//", "--"],
+    "month": ["00", "01", "02", "12", "13", "3", "99"],
+    "day": ["00", "01", "29", "30", "31", "32", "1"],
+    "separator": ["t", "x", "_", "  ", "", "T"],
+    "hour": ["00", "23", "24", "25", "7"],
+    "minute": ["00", "59", "60", "61"],
+    "second": ["00", "59", "60", "61"],
+    "fraction": [".", ".0", ".999999", ".1234567", ".123456789", ",5", ".5Z"],
+    "zone": [
+        "z",
+        "UTC",
+        " Z",
+        "+0100",
+        "+01",
+        "+01:00:30",
+        "+01:00.5",
+        "+24:00",
+        "-24:00",
+        "+23:59",
+        "-23:59",
+        "+00:60",
+        "-00:99",
+        "+00:00",
+        "-00:00",
+        "Z",
+        "ZZ",
+    ],
+}
+
+
+@st.composite
+def iso_texts(draw) -> str:
+    parts = {
+        name: draw(st.sampled_from(ISO_LIMITS[name]) if draw(st.integers(0, 4)) == 4 else strategy)
+        for name, strategy in ISO_FIELDS.items()
+    }
+    dashes = parts["dashes"]
+    date = f"{parts['year']}{dashes[0]}{parts['month']}{dashes[1]}{parts['day']}"
+    time = f"{parts['hour']}:{parts['minute']}:{parts['second']}{parts['fraction']}{parts['zone']}"
+    return f"{date}{parts['separator']}{time}"
+
+
+ISO_TEXTS = iso_texts()
+DATES = st.builds(
+    lambda year, month, day, dash: f"{year}{dash}{month}{dash}{day}",
+    _digits(1, 9999, 4),
+    _digits(0, 13, 2),
+    _digits(0, 32, 2),
+    st.sampled_from("-/"),
+)
+EPOCH_TEXTS = st.builds(
+    lambda sign, number, fraction: f"{sign}{number}{fraction}",
+    st.sampled_from(["", "", "", "+", "-"]),
+    st.one_of(
+        st.integers(9, 16).flatmap(lambda width: _digits(10 ** (width - 1), 10**width - 1, width)),
+        st.integers(9, 16).flatmap(lambda width: _digits(10 ** (width - 1), 10**width - 1, width)),
+        st.integers(1, 20).flatmap(lambda width: _digits(0, 10**width - 1, width)),
+        st.sampled_from([str(1 << 32), str((1 << 32) - 1), str((1 << 32) * 1000), str((1 << 32) * 1000 - 1)]),
+        st.sampled_from([str((1 << 32) * 10**6 - 1), str((1 << 32) * 10**6), "9007199254740993", "000000001"]),
+    ),
+    st.one_of(st.just(""), st.just(""), st.text("0123456789", min_size=0, max_size=8).map(lambda d: f".{d}")),
+)
+RFC_2822_TEXTS = st.builds(
+    lambda moment, minutes: email.utils.format_datetime(moment.replace(tzinfo=timezone(timedelta(minutes=minutes)))),
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    st.integers(-23 * 60, 23 * 60),
+)
+EVENT_TIME_TEXTS = st.one_of(
+    st.builds(lambda before, text, after: f"{before}{text}{after}", SPACES, ISO_TEXTS, SPACES),
+    ISO_TEXTS,
+    ISO_TEXTS,
+    st.builds(lambda before, text, after: f"{before}{text}{after}", SPACES, EPOCH_TEXTS, SPACES),
+    EPOCH_TEXTS,
+    st.none(),
+    DATES,
+    RFC_2822_TEXTS,
+    SPACES,
+    st.text(max_size=30),
+    st.text("0123456789-/:.TZ +", max_size=30),
+)
+# Values at the limits of the fast path, where it must step aside for the row-wise parse.
+LIMITS = [
+    "0001-01-01T00:30:00+01:00",
+    "0002-01-01T00:30:00+01:00",
+    "9999-12-31T23:30:00-01:00",
+    "9998-12-31T23:30:00-01:00",
+    "2026-03-03T08:00:60",
+    "2026-03-03T24:00:00",
+    "2026-02-29 08:00:00",
+    "2024-02-29 08:00:00",
+    "1900-02-29 08:00:00",
+    "2000-02-29 08:00:00",
+    "2026-04-31 08:00:00",
+    "2026-03/03 08:00:00",
+    "2026/03-03 08:00:00",
+    "2026-03-03T08:00:00+24:00",
+    "2026-03-03T08:00:00+23:59",
+    "2026-03-03T08:00:00+00:60",
+    "2026-03-03T08:00:00.1234567",
+    str(1 << 32),
+    str((1 << 32) - 1),
+    str((1 << 32) * 1000),
+    str((1 << 32) * 1000 - 1),
+    str((1 << 32) * 10**6),
+    str((1 << 32) * 10**6 - 1),
+    "4294967297123",
+    "-1772524800",
+    "\xa02026-03-03T08:00:00Z",
+    "\u0662\u0660\u0662\u0666-03-03T08:00:00",
+]
+
+
+def _row_by_row(texts: list[str | None]) -> tuple[list[datetime | None], list[str | None]]:
+    times, kept = [], []
+    for text in texts:
+        try:
+            times.append(None if text is None or not text.strip() else parse_timestamp(text))
+            kept.append(None)
+        except ValueError:
+            times.append(None)
+            kept.append(text)
+    return times, kept
+
+
+@settings(max_examples=1500, deadline=None)
+@given(EVENT_TIME_TEXTS)
+def test_the_column_wise_parse_gives_what_parse_timestamp_gives_row_by_row(text):
+    times, kept = parse_timestamps(pa.array([text], pa.string()))
+    assert (times.to_pylist(), kept.to_pylist()) == _row_by_row([text])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(EVENT_TIME_TEXTS, max_size=30))
+def test_the_column_wise_parse_gives_what_parse_timestamp_gives_row_by_row_for_mixed_columns(texts):
+    times, kept = parse_timestamps(pa.array(texts, pa.string()))
+    assert (times.to_pylist(), kept.to_pylist()) == _row_by_row(texts)
+
+
+def test_the_column_wise_parse_gives_what_parse_timestamp_gives_at_the_limits_of_its_fast_path():
+    times, kept = parse_timestamps(pa.array(LIMITS))
+    assert (times.to_pylist(), kept.to_pylist()) == _row_by_row(LIMITS)
+
+
+def test_the_fast_path_parses_the_common_forms_and_leaves_the_rest_row_by_row():
+    texts = ["2026-03-03T08:00:00Z", "2026/03/03 09:00:00.5+01:00", "1772524800000", "2026-02-30 08:00:00", None, " "]
+    times, kept = parse_timestamps(pa.chunked_array([texts[:3], texts[3:]]))
+    half_past = EIGHT_UTC + timedelta(microseconds=500_000)
+    assert times.to_pylist() == [EIGHT_UTC, half_past, EIGHT_UTC, None, None, None]
+    assert kept.to_pylist() == [None, None, None, "2026-02-30 08:00:00", None, None]
