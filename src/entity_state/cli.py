@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         help="stamp the first batch with this time (ISO 8601, UTC if no offset) instead of now",
     )
     load.add_argument("--landing-dir", type=Path, help="landing folder (default: $ENTITY_STATE_LANDING_DIR)")
+    load.add_argument(
+        "--quiet", action="store_true", help="no progress bars (shown on a terminal for inputs of 1M rows or more)"
+    )
 
     generate = commands.add_parser(
         "generate", help="land synthetic batches: pallets moving between warehouses (deterministic per seed)"
@@ -60,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster":
         return run_cluster(args.action)
     if args.command == "load":
+        progress = not args.quiet and sys.stderr.isatty()
         try:
-            landed = load_files(args.files, args.batches, args.ingested_at, args.landing_dir or landing_dir())
+            landed = load_files(
+                args.files, args.batches, args.ingested_at, args.landing_dir or landing_dir(), progress=progress
+            )
         except LandingError as error:
             print(f"entity-state load: {error}", file=sys.stderr)
             return 2

@@ -51,6 +51,9 @@ ISO_TEXT = r"^[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[
 EPOCH_TEXT = r"^\+?[0-9]{9,16}$"
 DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 PARSE_CHUNK_ROWS = 1 << 18
+# Progress bars (load_files(progress=True)) only for inputs this large: smaller ones take a second or two.
+PROGRESS_MIN_ROWS = 1_000_000
+PROGRESS_MIN_CSV_BYTES = 64 << 20
 
 
 class LandingError(ValueError):
@@ -226,14 +229,15 @@ def _epoch_micros(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> tu
     return np.where(valid, number * (1_000_000 // scale), 0), valid
 
 
-def read_events(path: Path) -> pa.Table:
-    """Read a CSV or Parquet file of events and return it in the landed schema (ingested_at left null)."""
+def read_events(path: Path, progress: bool = False) -> pa.Table:
+    """Read a CSV or Parquet file of events and return it in the landed schema (ingested_at left null).
+
+    With progress, large files show progress bars on stderr: reading a CSV (in bytes), then the event times.
+    """
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            table = pa_csv.read_csv(
-                path, convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(REQUIRED_COLUMNS, pa.string()))
-            )
+            table = _read_csv(path, progress and path.stat().st_size >= PROGRESS_MIN_CSV_BYTES)
         elif suffix in (".parquet", ".pq"):
             table = pq.read_table(path)
         else:
@@ -244,9 +248,32 @@ def read_events(path: Path) -> pa.Table:
     if missing:
         raise LandingError(f"landing file '{path.name}': column(s) {', '.join(missing)} missing ({path})")
     columns = {name: _as_strings(path, table, name) for name in KEY_COLUMNS}
-    columns["event_time"], columns["event_time_text"] = _as_timestamps(path, table, "event_time")
+    bar = _progress_bar(table.num_rows, f"{path.name}: event times") if progress else None
+    columns["event_time"], columns["event_time_text"] = _as_timestamps(path, table, "event_time", bar)
+    if bar is not None:
+        bar.close()
     columns["ingested_at"] = pa.nulls(table.num_rows, TIMESTAMP)
     return pa.table(columns, schema=LANDED_SCHEMA)
+
+
+def _read_csv(path: Path, progress: bool) -> pa.Table:
+    options = pa_csv.ConvertOptions(column_types=dict.fromkeys(REQUIRED_COLUMNS, pa.string()))
+    if not progress:
+        return pa_csv.read_csv(path, convert_options=options)
+    from tqdm import tqdm
+
+    size = path.stat().st_size
+    with tqdm.wrapattr(path.open("rb"), "read", total=size, desc=f"{path.name}: read") as stream:
+        return pa_csv.read_csv(stream, convert_options=options)
+
+
+def _progress_bar(rows: int, description: str):
+    """A tqdm bar on stderr over `rows` rows, or None for inputs below PROGRESS_MIN_ROWS."""
+    if rows < PROGRESS_MIN_ROWS:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=rows, unit=" rows", unit_scale=True, desc=description)
 
 
 def _as_strings(path: Path, table: pa.Table, name: str) -> pa.ChunkedArray:
@@ -256,12 +283,14 @@ def _as_strings(path: Path, table: pa.Table, name: str) -> pa.ChunkedArray:
     raise LandingError(f"{path}: column {name} must be text, found {column.type}")
 
 
-def _as_timestamps(path: Path, table: pa.Table, name: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+def _as_timestamps(path: Path, table: pa.Table, name: str, bar=None) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
     """The column as UTC timestamps, and the text of the values that could not be parsed (null elsewhere)."""
     column = table.column(name)
     if pa.types.is_timestamp(column.type):
         if column.type.tz is None:
             column = column.cast(pa.timestamp("us")).cast(TIMESTAMP)
+        if bar is not None:
+            bar.update(table.num_rows)
         return column.cast(TIMESTAMP), pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         times, texts = [], []
@@ -269,6 +298,8 @@ def _as_timestamps(path: Path, table: pa.Table, name: str) -> tuple[pa.ChunkedAr
             piece_times, piece_texts = parse_timestamps(piece)
             times.append(piece_times)
             texts.append(piece_texts)
+            if bar is not None:
+                bar.update(len(piece))
         return pa.chunked_array(times, TIMESTAMP), pa.chunked_array(texts, pa.string())
     raise LandingError(f"{path}: column {name} must be a timestamp or timestamp text, found {column.type}")
 
@@ -306,14 +337,19 @@ def write_atomically(table: pa.Table, path: Path) -> Path:
 
 
 def load_files(
-    paths: Sequence[Path], batches: int = 1, ingested_at: datetime | None = None, directory: Path | None = None
+    paths: Sequence[Path],
+    batches: int = 1,
+    ingested_at: datetime | None = None,
+    directory: Path | None = None,
+    progress: bool = False,
 ) -> list[LandedBatch]:
     """Validate every file first, then land each one (or each of its slices) as a new batch.
 
     Batches get strictly increasing ingested_at stamps: from the given start time one second apart, or else the
-    time each one lands (at least a microsecond after the previous one).
+    time each one lands (at least a microsecond after the previous one). With progress, inputs of at least
+    PROGRESS_MIN_ROWS rows show progress bars on stderr.
     """
-    parts = [part for path in paths for part in slices(read_events(Path(path)), batches)]
+    parts = [part for path in paths for part in slices(read_events(Path(path), progress), batches)]
     if ingested_at is not None:
         last = ingested_at + timedelta(seconds=len(parts) - 1)
         if last > datetime.now(UTC):
@@ -325,10 +361,15 @@ def load_files(
             )
     landed = []
     stamp = ingested_at or datetime.now(UTC)
+    bar = _progress_bar(sum(part.num_rows for part in parts), "land") if progress else None
     for part in parts:
         landed.append(land(part, stamp, directory))
+        if bar is not None:
+            bar.update(part.num_rows)
         if ingested_at is not None:
             stamp += timedelta(seconds=1)
         else:
             stamp = max(stamp + timedelta(microseconds=1), datetime.now(UTC))
+    if bar is not None:
+        bar.close()
     return landed
