@@ -8,22 +8,38 @@ import sys
 from pathlib import Path
 
 from entity_state.generate import StreamConfig, generate
-from entity_state.landing import LandingError, landing_dir, load_files, parse_timestamp
+from entity_state.landing import DEFAULT_LANDING_DIR, LandingError, landing_dir, load_files, parse_timestamp
+
+LANDING_DIR_HELP = f"landing folder (default: $ENTITY_STATE_LANDING_DIR, else {DEFAULT_LANDING_DIR})"
+CLUSTER_EPILOG = """settings (environment variables, with their defaults): ENTITY_STATE_HOME (.local; the cluster's
+files go to its cluster/ folder), ENTITY_STATE_MASTER_PORT (7078), ENTITY_STATE_MASTER_UI_PORT (8090),
+ENTITY_STATE_WORKER_UI_PORT (8091), ENTITY_STATE_THRIFT_PORT (10001), ENTITY_STATE_WORKER_CORES (1),
+ENTITY_STATE_WORKER_MEMORY (2g), ENTITY_STATE_CLUSTER_TIMEOUT (180 seconds)"""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="entity-state", description=__doc__)
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none to show (None, a flag's False): those options say
+    in their help what happens when they are not given."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="entity-state", description=__doc__, formatter_class=HelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 
     load = commands.add_parser("load", help="validate event files and land them as new batches")
     load.add_argument("files", nargs="+", type=Path, help="CSV or Parquet files of events")
-    load.add_argument("--batches", type=int, default=1, help="cut each file into N batches (default 1)")
+    load.add_argument("--batches", type=int, default=1, help="cut each file into N batches")
     load.add_argument(
         "--ingested-at",
         type=parse_timestamp,
-        help="stamp the first batch with this time (ISO 8601, UTC if no offset) instead of now",
+        help="stamp the first batch with this time (ISO 8601, UTC if no offset) (default: now)",
     )
-    load.add_argument("--landing-dir", type=Path, help="landing folder (default: $ENTITY_STATE_LANDING_DIR)")
+    load.add_argument("--landing-dir", type=Path, help=LANDING_DIR_HELP)
     load.add_argument(
         "--quiet", action="store_true", help="no progress bars (shown on a terminal for inputs of 1M rows or more)"
     )
@@ -34,21 +50,26 @@ def main(argv: list[str] | None = None) -> int:
     defaults = StreamConfig()
     generate.add_argument("--batches", type=int, default=10, help="number of batches (files) to land")
     generate.add_argument("--events-per-batch", type=int, default=100_000, help="rows per batch, duplicates included")
-    generate.add_argument("--tenants", type=int, default=defaults.tenants)
+    generate.add_argument("--tenants", type=int, default=defaults.tenants, help="tenants the entities belong to")
     generate.add_argument("--entities", type=int, default=defaults.entities, help="entities in all tenants")
     generate.add_argument(
         "--touched-entities", type=int, help="each batch draws its events from this many entities (default: all)"
     )
     generate.add_argument("--states", type=int, default=defaults.states, help="warehouses on the ring")
     generate.add_argument("--fanout", type=int, default=defaults.fanout, help="moves allowed from each warehouse")
-    generate.add_argument("--heartbeats-per-change", type=float, default=defaults.heartbeats_per_change)
+    generate.add_argument(
+        "--heartbeats-per-change",
+        type=float,
+        default=defaults.heartbeats_per_change,
+        help="events that repeat an entity's state, per change of state",
+    )
     generate.add_argument("--duplicates", type=float, default=defaults.duplicate_share, help="share of exact copies")
     generate.add_argument("--disorder", type=float, default=defaults.disorder, help="share of rows out of time order")
-    generate.add_argument("--seed", type=int, default=defaults.seed)
+    generate.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
     generate.add_argument(
         "--start", type=parse_timestamp, default=defaults.start, help="time of the first event (ISO 8601, UTC)"
     )
-    generate.add_argument("--landing-dir", type=Path, help="landing folder (default: $ENTITY_STATE_LANDING_DIR)")
+    generate.add_argument("--landing-dir", type=Path, help=LANDING_DIR_HELP)
     generate.add_argument("--quiet", action="store_true", help="no progress bar")
 
     demo = commands.add_parser("demo", help="land the shipped demo events batch by batch and run dbt build")
@@ -56,10 +77,21 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")
 
-    cluster = commands.add_parser("cluster", help="start, stop or check the local Spark cluster (`cluster` target)")
-    cluster.add_argument("action", choices=["up", "down", "status"])
+    cluster = commands.add_parser(
+        "cluster", help="start, stop or check the local Spark cluster (`cluster` target)", epilog=CLUSTER_EPILOG
+    )
+    cluster.add_argument("action", choices=["up", "down", "status"], help="start (waits until it answers), stop, check")
 
-    args = parser.parse_args(argv)
+    for command in commands.choices.values():
+        command.formatter_class = HelpFormatter
+        for action in command._actions:  # an option without a help text shows its default all the same
+            if action.help is None and action.default not in (None, False, argparse.SUPPRESS):
+                action.help = "(default: %(default)s)"
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "cluster":
         return run_cluster(args.action)
     if args.command == "load":

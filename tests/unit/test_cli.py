@@ -1,12 +1,71 @@
-"""The `entity-state` command line."""
+"""The `entity-state` command line: every --help names its defaults, `load` shows progress only where it should."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
 from entity_state import cli, landing
+from entity_state.cluster import Settings
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+SUBCOMMANDS = ["load", "generate", "demo", "cluster"]
+# Defaults computed at run time, which argparse cannot show: each help says what happens instead.
+COMPUTED_DEFAULTS = {
+    "load": ["--ingested-at", "(default: now)", "(default: $ENTITY_STATE_LANDING_DIR, else data/landing/events)"],
+    "generate": ["(default: all)", "(default: $ENTITY_STATE_LANDING_DIR, else data/landing/events)"],
+    "demo": [],
+    "cluster": [],
+}
+
+
+def _help(command: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*command, "--help"])
+    assert exit_info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    commands = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return commands.choices[name]
+
+
+def test_the_top_level_help_lists_every_subcommand(capsys):
+    text = _help([], capsys)
+    assert all(name in text for name in SUBCOMMANDS)
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_each_subcommands_help_names_its_defaults(command, capsys):
+    text = _help([command], capsys)
+    for action in _subparser(command)._actions:
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+            assert f"{action.option_strings[-1]} " in text
+            assert f"(default: {action.default})" in text, f"{command} {action.option_strings[-1]}"
+    for expected in COMPUTED_DEFAULTS[command]:
+        assert expected in text
+
+
+def test_the_cluster_help_names_the_defaults_of_its_settings(capsys, monkeypatch):
+    for name in [name for name in os.environ if name.startswith("ENTITY_STATE_")]:
+        monkeypatch.delenv(name)
+    settings = Settings.from_env()
+    text = _help(["cluster"], capsys)
+    for variable, value in [
+        ("ENTITY_STATE_MASTER_PORT", settings.master_port),
+        ("ENTITY_STATE_MASTER_UI_PORT", settings.master_ui_port),
+        ("ENTITY_STATE_WORKER_UI_PORT", settings.worker_ui_port),
+        ("ENTITY_STATE_THRIFT_PORT", settings.thrift_port),
+        ("ENTITY_STATE_WORKER_CORES", settings.worker_cores),
+        ("ENTITY_STATE_WORKER_MEMORY", settings.worker_memory),
+        ("ENTITY_STATE_CLUSTER_TIMEOUT", f"{settings.timeout:g} seconds"),
+    ]:
+        assert f"{variable} ({value})" in text
 
 
 @pytest.fixture
