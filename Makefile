@@ -47,8 +47,14 @@ run: install ## dbt run on the local target (lands nothing: use `entity-state lo
 build: install ## dbt build (run + data tests + unit tests) on the local target
 	$(BIN)/dbt build
 
-docs: install ## Generate the dbt docs site into target/ (serve it with `.venv/bin/dbt docs serve`)
+docs: install ## Generate the dbt docs site into target/ (serve it with `make docs-serve`)
 	$(BIN)/dbt docs generate
+
+.PHONY: sql
+# The query reaches the command through the environment (make exports command-line variables), so its quotes survive.
+sql: install ## Query the state: make sql Q="select * from {{ ref('entity_state_view') }}" (entity-state sql)
+	@if [ -z "$$Q" ]; then echo "make sql: give the query as Q=\"select ... from {{ ref('entity_state_view') }}\""; exit 2; fi
+	$(BIN)/entity-state sql "$$Q"
 
 lint: install ## ruff on the Python, sqlfluff on the SQL
 	$(BIN)/ruff check src tests bench

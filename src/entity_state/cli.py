@@ -1,9 +1,10 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
-`entity-state demo` and `entity-state cluster up|down|status`."""
+`entity-state sql QUERY`, `entity-state demo` and `entity-state cluster up|down|status`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -72,6 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--landing-dir", type=Path, help=LANDING_DIR_HELP)
     generate.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    sql = commands.add_parser(
+        "sql",
+        help="run a query on the local state, with ref() and source() (dbt show --inline)",
+        description="Run a query on the state, with {{ ref('...') }} and {{ source('...') }}: an in-process "
+        "`dbt show --inline QUERY` with the project's profiles (profiles/), from the project root found from the "
+        "current folder upwards. Target and schema as for dbt: ENTITY_STATE_TARGET (local), ENTITY_STATE_SCHEMA "
+        "(entity_state), ENTITY_STATE_HOME (.local).",
+    )
+    sql.add_argument("query", help="SQL, e.g. \"select * from {{ ref('entity_state_view') }}\"")
+    sql.add_argument("--limit", type=int, default=100, help="rows to show; -1 for all")
+    sql.add_argument("--output", choices=["text", "json"], default="text", help="table (text) or JSON")
+
     demo = commands.add_parser("demo", help="land the shipped demo events batch by batch and run dbt build")
     demo.add_argument("--batches", type=int, default=3)
     demo.add_argument("--tenant", default="acme")
@@ -94,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "cluster":
         return run_cluster(args.action)
+    if args.command == "sql":
+        return run_sql(args.query, args.limit, args.output)
     if args.command == "load":
         progress = not args.quiet and sys.stderr.isatty()
         try:
@@ -138,6 +153,38 @@ def _generate(args: argparse.Namespace) -> int:
     )
     print(f"landed {len(paths)} batches of {args.events_per_batch} events in {directory}")
     return 0
+
+
+def project_root(start: Path) -> Path | None:
+    """The entity_state dbt project folder: `start` or the nearest parent with its dbt_project.yml."""
+    for folder in (start, *start.parents):
+        project_file = folder / "dbt_project.yml"
+        if (
+            project_file.is_file()
+            and (folder / "profiles" / "profiles.yml").is_file()
+            and any(line.strip() == "name: entity_state" for line in project_file.read_text().splitlines())
+        ):
+            return folder
+    return None
+
+
+def run_sql(query: str, limit: int, output: str) -> int:
+    """`dbt show --inline QUERY` in this process, from the project root, with the project's profiles."""
+    root = project_root(Path.cwd().resolve())
+    if root is None:
+        print(
+            f"entity-state sql: {Path.cwd()} is not inside the entity_state dbt project (no dbt_project.yml of it "
+            "here or in a parent folder): run it from the project folder",
+            file=sys.stderr,
+        )
+        return 1
+    # The state home and the landing folder default to paths relative to the project root, as for dbt itself.
+    os.chdir(root)
+    from dbt.cli.main import dbtRunner
+
+    arguments = ["show", "--inline", query, "--limit", str(limit), "--output", output, "--quiet"]
+    arguments += ["--project-dir", str(root), "--profiles-dir", str(root / "profiles")]
+    return 0 if dbtRunner().invoke(arguments).success else 1
 
 
 def run_cluster(action: str) -> int:

@@ -1,4 +1,5 @@
-"""The `entity-state` command line: every --help names its defaults, `load` shows progress only where it should."""
+"""The `entity-state` command line: every --help names its defaults, `sql` finds the project, `load` shows progress
+only where it should."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -13,11 +16,12 @@ from entity_state import cli, landing
 from entity_state.cluster import Settings
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ["load", "generate", "demo", "cluster"]
+SUBCOMMANDS = ["load", "generate", "sql", "demo", "cluster"]
 # Defaults computed at run time, which argparse cannot show: each help says what happens instead.
 COMPUTED_DEFAULTS = {
     "load": ["--ingested-at", "(default: now)", "(default: $ENTITY_STATE_LANDING_DIR, else data/landing/events)"],
     "generate": ["(default: all)", "(default: $ENTITY_STATE_LANDING_DIR, else data/landing/events)"],
+    "sql": ["ENTITY_STATE_TARGET (local)", "ENTITY_STATE_SCHEMA (entity_state)", "ENTITY_STATE_HOME (.local)"],
     "demo": [],
     "cluster": [],
 }
@@ -66,6 +70,57 @@ def test_the_cluster_help_names_the_defaults_of_its_settings(capsys, monkeypatch
         ("ENTITY_STATE_CLUSTER_TIMEOUT", f"{settings.timeout:g} seconds"),
     ]:
         assert f"{variable} ({value})" in text
+
+
+class FakeRunner:
+    calls: ClassVar[list[tuple[list[str], Path]]] = []
+    success: ClassVar[bool] = True
+
+    def invoke(self, arguments: list[str]) -> SimpleNamespace:
+        FakeRunner.calls.append((arguments, Path.cwd()))
+        return SimpleNamespace(success=FakeRunner.success)
+
+
+@pytest.fixture
+def fake_dbt(monkeypatch):
+    import dbt.cli.main
+
+    monkeypatch.setattr(dbt.cli.main, "dbtRunner", FakeRunner)
+    FakeRunner.calls, FakeRunner.success = [], True
+    return FakeRunner
+
+
+def _option(arguments: list[str], name: str) -> str:
+    return arguments[arguments.index(name) + 1]
+
+
+def test_sql_runs_dbt_show_from_the_project_root_with_its_profiles(fake_dbt, monkeypatch):
+    monkeypatch.chdir(PROJECT_DIR / "models" / "marts")
+    query = "select * from {{ ref('entity_state_view') }}"
+    assert cli.main(["sql", query, "--limit", "-1", "--output", "json"]) == 0
+    [(arguments, cwd)] = fake_dbt.calls
+    assert cwd == PROJECT_DIR
+    assert arguments[:3] == ["show", "--inline", query]
+    assert _option(arguments, "--limit") == "-1"
+    assert _option(arguments, "--output") == "json"
+    assert _option(arguments, "--project-dir") == str(PROJECT_DIR)
+    assert _option(arguments, "--profiles-dir") == str(PROJECT_DIR / "profiles")
+
+
+def test_sql_defaults_and_failure_exit_code(fake_dbt, monkeypatch):
+    monkeypatch.chdir(PROJECT_DIR)
+    fake_dbt.success = False
+    assert cli.main(["sql", "select 1"]) == 1
+    [(arguments, _)] = fake_dbt.calls
+    assert _option(arguments, "--limit") == "100"
+    assert _option(arguments, "--output") == "text"
+
+
+def test_sql_outside_the_project_says_so(fake_dbt, monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["sql", "select 1"]) == 1
+    assert "not inside the entity_state dbt project" in capsys.readouterr().err
+    assert fake_dbt.calls == []
 
 
 @pytest.fixture
