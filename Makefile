@@ -50,7 +50,12 @@ build: install ## dbt build (run + data tests + unit tests) on the local target
 docs: install ## Generate the dbt docs site into target/ (serve it with `make docs-serve`)
 	$(BIN)/dbt docs generate
 
-.PHONY: sql
+DOCS_PORT ?= 8080
+.PHONY: docs-serve sql
+docs-serve: install ## Generate the dbt docs and serve them on http://127.0.0.1:8080 (DOCS_PORT=... moves it)
+	$(BIN)/dbt docs generate
+	$(BIN)/dbt docs serve --port $(DOCS_PORT) --no-browser
+
 # The query reaches the command through the environment (make exports command-line variables), so its quotes survive.
 sql: install ## Query the state: make sql Q="select * from {{ ref('entity_state_view') }}" (entity-state sql)
 	@if [ -z "$$Q" ]; then echo "make sql: give the query as Q=\"select ... from {{ ref('entity_state_view') }}\""; exit 2; fi
