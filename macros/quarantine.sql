@@ -59,7 +59,7 @@
             {%- do problems.append("landing file '" ~ row['file_name'] ~ "': column ingested_at ("
                 ~ row['last_ingested_at'] ~ ") is later than the file's modification time ("
                 ~ row['file_modified_at'] ~ ") by more than the allowed clock skew of "
-                ~ var('landing_clock_skew_minutes', 60) ~ " minutes") -%}
+                ~ entity_state.setting('landing_clock_skew_minutes') ~ " minutes (var entity_state__landing_clock_skew_minutes)") -%}
         {%- endif -%}
     {%- endfor -%}
     {%- if problems -%}

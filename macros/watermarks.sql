@@ -69,10 +69,10 @@
 {#- How much later than its file's modification time a landed row's `ingested_at` may be: the clock skew allowed
     between the producer that stamps a batch and the file system that stamps its file. -#}
 {% macro landing_clock_skew_micros() %}
-    {%- set minutes = var('landing_clock_skew_minutes', 60) -%}
+    {%- set minutes = entity_state.setting('landing_clock_skew_minutes') -%}
     {%- if minutes is not number or minutes < 0 -%}
         {{ exceptions.raise_compiler_error(
-            "var landing_clock_skew_minutes must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
+            "var entity_state__landing_clock_skew_minutes must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
         ) }}
     {%- endif -%}
     {{ return((minutes * 60 * 1000000) | int) }}

@@ -61,7 +61,7 @@ def test_any_split_and_run_order_equals_the_full_recompute(project, raw, steps):
             assert_matches_reference(project, landed)
             assert_batches_reconcile(project, landed)
         elif step == "build":
-            project.dbt("build", "--vars", "{entity_state_audit_recompute: true}")
+            project.dbt("build")
             assert_matches_reference(project, landed)
             assert_batches_reconcile(project, landed)
         elif step == "segments_alone":
