@@ -10,11 +10,24 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export ENTITY_STATE_HOME ?= $(CURDIR)/.local
 export ENTITY_STATE_LANDING_DIR ?= $(CURDIR)/data/landing/events
 
-.PHONY: help install install-bench lock check-java demo run build docs lint test test-unit test-integration \
+.PHONY: help install install-bench lock check-python check-java demo run build docs lint test test-unit test-integration \
 	cluster-up cluster-down cluster-status test-cluster test-cluster-ci bench bench-quick clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+# The Python that install uses: .venv's once it exists (a later make needs no PYTHON=), else $(PYTHON), which creates it.
+check-python:
+	@if [ -x $(BIN)/pip ]; then py=$(BIN)/python; where=".venv (made by an earlier make install)"; \
+	else py=$(PYTHON); where="$(PYTHON)"; fi; \
+	version=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+	if [ "$$version" != 3.11 ]; then \
+		echo "This project needs Python 3.11; $$where is $${version:-not found}."; \
+		echo "Install it (Debian 12: apt-get install python3.11 python3.11-venv; or pyenv install 3.11), then run"; \
+		if [ -x $(BIN)/pip ]; then echo "  rm -rf .venv && make install PYTHON=python3.11"; \
+		else echo "  make install PYTHON=python3.11"; fi; \
+		exit 1; \
+	fi
 
 check-java:
 	@command -v java >/dev/null || { echo "Java is missing: install OpenJDK 17 (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -29,7 +42,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-install: check-java $(STAMP) ## Create .venv, install requirements.lock and the project
+install: check-python check-java $(STAMP) ## Check Python 3.11 and Java, create .venv, install requirements.lock and the project
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP) requirements-bench.lock
