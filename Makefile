@@ -34,11 +34,14 @@ check-java:
 	@major=$$(java -version 2>&1 | sed -nE 's/.*version "([0-9]+)(\.([0-9]+))?.*/\1 \3/p' | awk '{print ($$1 == 1) ? $$2 : $$1}'); \
 	if [ -z "$$major" ] || [ "$$major" -lt 11 ]; then echo "Java $$major is too old for Spark 3.5 here: install OpenJDK 17"; exit 1; fi
 
-# requirements.lock pins, with hashes, everything install puts into .venv: the runtime, the dev extra and the build
-# backend (setuptools), so the editable install of the project needs no download (--no-build-isolation).
+# requirements.lock pins, with hashes, everything install puts into .venv, pip and setuptools included. Those two go
+# first: the pip a venv starts with (23.x) rejects the lock in hash mode (a dependency asks for mashumaro[msgpack]),
+# and with the locked setuptools in place nothing needs build isolation, which would download an unpinned one to build
+# the packages published as sources only (pyspark, thrift, PyHive, pure-sasl) and the project itself.
 $(STAMP): requirements.lock pyproject.toml
 	[ -x $(BIN)/pip ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/pip install --quiet --require-hashes -r <(awk '/^[a-z]/ { keep = /^(pip|setuptools)==/ } keep' requirements.lock)
+	$(BIN)/pip install --quiet --require-hashes --no-build-isolation -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
@@ -46,21 +49,21 @@ install: check-python check-java $(STAMP) ## Check Python 3.11 and Java, create 
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP) requirements-bench.lock
-	$(BIN)/pip install --quiet --require-hashes -r requirements-bench.lock
+	$(BIN)/pip install --quiet --require-hashes --no-build-isolation -r requirements-bench.lock
 	touch $(BENCH_STAMP)
 
 install-bench: install $(BENCH_STAMP) ## Add the benchmark-only dependencies (chDB, matplotlib, psutil; requirements-bench.lock) to .venv
 
-# Both lock files from pyproject.toml (dependencies, extras dev and bench, build-system requires) for Python 3.11 on
-# every platform. Versions already locked are kept unless pyproject.toml rules them out; the bench lock is
-# constrained by the first, so shared packages have one version. To move a package: make lock LOCK_ARGS="-P NAME".
+# Both lock files from pyproject.toml (dependencies, extras dev and bench, build-system requires) and pip, for
+# Python 3.11 on every platform. Versions already locked are kept unless pyproject.toml rules them out; the bench lock
+# is constrained by the first, so shared packages have one version. To move a package: make lock LOCK_ARGS="-P NAME".
 LOCK_ARGS ?=
-BUILD_REQUIRES := $(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
+TOOLS := $(BIN)/python -c 'import tomllib; print("pip", *tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
 UV_COMPILE := $(BIN)/uv pip compile --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" --quiet $(LOCK_ARGS)
 lock: ## Regenerate requirements.lock and requirements-bench.lock from pyproject.toml with .venv's uv
 	@[ -x $(BIN)/uv ] || { echo "make lock runs .venv/bin/uv: run make install first"; exit 1; }
-	$(BUILD_REQUIRES) | $(UV_COMPILE) pyproject.toml - --extra dev -o requirements.lock
-	$(BUILD_REQUIRES) | $(UV_COMPILE) pyproject.toml - --extra dev --extra bench -c requirements.lock -o requirements-bench.lock
+	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev -o requirements.lock
+	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev --extra bench -c requirements.lock -o requirements-bench.lock
 
 demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline
 	ENTITY_STATE_SCHEMA=entity_state_demo ENTITY_STATE_LANDING_DIR=$(CURDIR)/data/landing/demo_events \
