@@ -22,7 +22,8 @@ check-python:
 	else py=$(PYTHON); where="$(PYTHON)"; fi; \
 	version=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
 	if [ "$$version" != 3.11 ]; then \
-		echo "This project needs Python 3.11; $$where is $${version:-not found}."; \
+		if [ -n "$$version" ]; then echo "This project needs Python 3.11, and $$where is Python $$version."; \
+		else echo "This project needs Python 3.11, and $$where is not found (or does not run)."; fi; \
 		echo "Install it (Debian 12: apt-get install python3.11 python3.11-venv; or pyenv install 3.11), then run"; \
 		if [ -x $(BIN)/pip ]; then echo "  rm -rf .venv && make install PYTHON=python3.11"; \
 		else echo "  make install PYTHON=python3.11"; fi; \
