@@ -124,9 +124,9 @@ class DbtProject:
                 return f"timestamp'{value.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S.%f')}'"
             return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
+        rows = [{**row, "ingested_at": ingested_at} for row in rows]
         values = ", ".join(
-            "(" + ", ".join(literal(name, {**row, "ingested_at": ingested_at}.get(name)) for name in EVENTS_TABLE_COLUMNS) + ")"
-            for row in rows
+            "(" + ", ".join(literal(name, row.get(name)) for name in EVENTS_TABLE_COLUMNS) + ")" for row in rows
         )
         self.execute(f"insert into {self.events_table} ({', '.join(EVENTS_TABLE_COLUMNS.values())}) values {values}")
 
