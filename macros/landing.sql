@@ -13,7 +13,7 @@
     invocation so that its location follows ENTITY_STATE_LANDING_DIR and a long-lived Spark session lists the
     folder afresh (a cached listing would hide files that landed since the last run). -#}
 {% macro spark__create_landing_table() %}
-    {%- if execute -%}
+    {%- if execute and not entity_state.is_table_input() -%}
         {%- set relation = entity_state._landing_relation() -%}
         {%- set location = entity_state.landing_dir() -%}
         {#- statements, not run_query: over thrift a DDL statement has no result set to fetch -#}
@@ -58,11 +58,6 @@
     {{ return(api.Relation.create(
         database=none, schema=target.schema, identifier='landing_events'
     )) }}
-{% endmacro %}
-
-{#- When a batch arrived: the stamp the loader wrote, or else the landed file's modification time. -#}
-{% macro landing_ingested_at() %}
-    coalesce(ingested_at, _metadata.file_modification_time)
 {% endmacro %}
 
 {#- The landed rows that can be applied, trimmed, each distinct event once: the body of stg_events. `landed_filter`
