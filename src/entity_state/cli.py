@@ -95,9 +95,19 @@ def _generate(args: argparse.Namespace) -> int:
         print("entity-state generate: --batches and --events-per-batch must be at least 1", file=sys.stderr)
         return 2
     directory = args.landing_dir or landing_dir()
-    paths = list(
-        generate(config, args.batches, args.events_per_batch, directory, args.touched_entities, not args.quiet)
-    )
+    paths: list[Path] = []
+    try:
+        paths.extend(
+            generate(config, args.batches, args.events_per_batch, directory, args.touched_entities, not args.quiet)
+        )
+    except LandingError as error:
+        # the same options give the same file names: a second run into one folder meets the first one's files
+        print(
+            f"entity-state generate: {error} The file names follow the options (seed, start, sizes): use another "
+            f"--seed or --start, or another --landing-dir. {len(paths)} batch(es) landed before this one.",
+            file=sys.stderr,
+        )
+        return 2
     print(f"landed {len(paths)} batches of {args.events_per_batch} events in {directory}")
     return 0
 
