@@ -37,9 +37,11 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 
 install-bench: install $(BENCH_STAMP) ## Add the benchmark-only dependencies (chDB, matplotlib, psutil) to .venv
 
-demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline
-	ENTITY_STATE_SCHEMA=entity_state_demo ENTITY_STATE_LANDING_DIR=$(CURDIR)/data/landing/demo_events \
-		$(BIN)/entity-state demo
+# The demo decides its own landing folder ($$ENTITY_STATE_HOME/demo/landing) and schema (entity_state_demo), and says
+# so when the environment names others. The landing folder exported above is only this Makefile's default, not a
+# choice of the user's, so it is not passed on to the demo.
+demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline (.local/demo)
+	$(if $(filter file,$(origin ENTITY_STATE_LANDING_DIR)),env -u ENTITY_STATE_LANDING_DIR )$(BIN)/entity-state demo
 
 run: install ## dbt run on the local target (lands nothing: use `entity-state load` first)
 	$(BIN)/dbt run

@@ -48,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     generate.add_argument("--landing-dir", type=Path, help="landing folder (default: $ENTITY_STATE_LANDING_DIR)")
     generate.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    demo = commands.add_parser("demo", help="land the shipped demo events batch by batch and run dbt build")
+    demo = commands.add_parser(
+        "demo",
+        help="land the shipped demo events batch by batch and run dbt build, in a folder and schema of its own "
+        "($ENTITY_STATE_HOME/demo/landing, entity_state_demo; ENTITY_STATE_LANDING_DIR and ENTITY_STATE_SCHEMA are "
+        "ignored)",
+    )
     demo.add_argument("--batches", type=int, default=3)
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")

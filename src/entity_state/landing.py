@@ -25,6 +25,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from entity_state.paths import DEFAULT_LANDING_DIR
+
 KEY_COLUMNS = ("tenant_id", "entity_id", "state_id")
 REQUIRED_COLUMNS = (*KEY_COLUMNS, "event_time")
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -38,7 +40,6 @@ LANDED_SCHEMA = pa.schema(
 )
 EPOCH_DIGITS = re.compile(r"[+-]?\d{9,19}(\.\d+)?")
 SLASHED_DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2})")
-DEFAULT_LANDING_DIR = "data/landing/events"
 
 
 class LandingError(ValueError):
