@@ -99,6 +99,8 @@ bench-quick: install-bench ## Benchmark at small sizes (measured 9.8 minutes on 
 bench: install-bench ## Full benchmark (measured 22.8 + 11.8 minutes): 1M/2M/5M histories, 10,000 landed files; results in bench/results/
 	$(BIN)/python bench/run.py --mode full --results bench/results
 
-clean: ## Remove the local warehouse, metastore, landed files and dbt output (stops the local cluster first)
-	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state cluster down; fi
-	rm -rf .local target logs data/landing
+# Never the landing folder: it is the only copy of every landed batch (entity-state clean refuses if it lies inside
+# what clean removes). Without .venv the same command runs from the source tree: it needs the standard library only.
+clean: ## Remove .local (warehouse, metastore, demo), target and logs, never landed files (stops the local cluster first)
+	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state clean; \
+	else PYTHONPATH=$(CURDIR)/src $(PYTHON) -m entity_state.clean; fi

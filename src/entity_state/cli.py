@@ -1,5 +1,5 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
-`entity-state demo` and `entity-state cluster up|down|status`."""
+`entity-state demo`, `entity-state cluster up|down|status` and `entity-state clean`."""
 
 from __future__ import annotations
 
@@ -61,7 +61,17 @@ def main(argv: list[str] | None = None) -> int:
     cluster = commands.add_parser("cluster", help="start, stop or check the local Spark cluster (`cluster` target)")
     cluster.add_argument("action", choices=["up", "down", "status"])
 
+    commands.add_parser(
+        "clean",
+        help="stop the local cluster, then remove .local, target and logs from the project folder; never the landing "
+        "folder (refuses if ENTITY_STATE_LANDING_DIR lies inside one of them)",
+    )
+
     args = parser.parse_args(argv)
+    if args.command == "clean":
+        from entity_state.clean import main as clean
+
+        return clean([])
     if args.command == "cluster":
         return run_cluster(args.action)
     if args.command == "load":
