@@ -37,7 +37,7 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 
 install-bench: install $(BENCH_STAMP) ## Add the benchmark-only dependencies (chDB, matplotlib, psutil) to .venv
 
-# The demo decides its own landing folder ($$ENTITY_STATE_HOME/demo/landing) and schema (entity_state_demo), and says
+# The demo decides its own landing folder (demo/landing in ENTITY_STATE_HOME) and schema (entity_state_demo), and says
 # so when the environment names others. The landing folder exported above is only this Makefile's default, not a
 # choice of the user's, so it is not passed on to the demo.
 demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline (.local/demo)
