@@ -66,9 +66,11 @@ lock: ## Regenerate requirements.lock and requirements-bench.lock from pyproject
 	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev -o requirements.lock
 	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev --extra bench -c requirements.lock -o requirements-bench.lock
 
-demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline
-	ENTITY_STATE_SCHEMA=entity_state_demo ENTITY_STATE_LANDING_DIR=$(CURDIR)/data/landing/demo_events \
-		$(BIN)/entity-state demo
+# The demo decides its own landing folder (demo/landing in ENTITY_STATE_HOME) and schema (entity_state_demo), and says
+# so when the environment names others. The landing folder exported above is only this Makefile's default, not a
+# choice of the user's, so it is not passed on to the demo.
+demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline (.local/demo)
+	$(if $(filter file,$(origin ENTITY_STATE_LANDING_DIR)),env -u ENTITY_STATE_LANDING_DIR )$(BIN)/entity-state demo
 
 run: install ## dbt run on the local target (lands nothing: use `entity-state load` first)
 	$(BIN)/dbt run
@@ -126,6 +128,8 @@ bench-quick: install-bench ## Benchmark at small sizes (measured 9.8 minutes on 
 bench: install-bench ## Full benchmark (measured 22.8 + 11.8 minutes): 1M/2M/5M histories, 10,000 landed files; results in bench/results/
 	$(BIN)/python bench/run.py --mode full --results bench/results
 
-clean: ## Remove the local warehouse, metastore, landed files and dbt output (stops the local cluster first)
-	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state cluster down; fi
-	rm -rf .local target logs data/landing
+# Never the landing folder: it is the only copy of every landed batch (entity-state clean refuses if it lies inside
+# what clean removes). Without .venv the same command runs from the source tree: it needs the standard library only.
+clean: ## Remove .local (warehouse, metastore, demo), target and logs, never landed files (stops the local cluster first)
+	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state clean; \
+	else PYTHONPATH=$(CURDIR)/src $(PYTHON) -m entity_state.clean; fi

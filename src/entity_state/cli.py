@@ -1,5 +1,5 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
-`entity-state demo` and `entity-state cluster up|down|status`."""
+`entity-state demo`, `entity-state cluster up|down|status` and `entity-state clean`."""
 
 from __future__ import annotations
 
@@ -48,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     generate.add_argument("--landing-dir", type=Path, help="landing folder (default: $ENTITY_STATE_LANDING_DIR)")
     generate.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    demo = commands.add_parser("demo", help="land the shipped demo events batch by batch and run dbt build")
+    demo = commands.add_parser(
+        "demo",
+        help="land the shipped demo events batch by batch and run dbt build, in a folder and schema of its own "
+        "($ENTITY_STATE_HOME/demo/landing, entity_state_demo; ENTITY_STATE_LANDING_DIR and ENTITY_STATE_SCHEMA are "
+        "ignored)",
+    )
     demo.add_argument("--batches", type=int, default=3)
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")
@@ -56,7 +61,17 @@ def main(argv: list[str] | None = None) -> int:
     cluster = commands.add_parser("cluster", help="start, stop or check the local Spark cluster (`cluster` target)")
     cluster.add_argument("action", choices=["up", "down", "status"])
 
+    commands.add_parser(
+        "clean",
+        help="stop the local cluster, then remove .local, target and logs from the project folder; never the landing "
+        "folder (refuses if ENTITY_STATE_LANDING_DIR lies inside one of them)",
+    )
+
     args = parser.parse_args(argv)
+    if args.command == "clean":
+        from entity_state.clean import main as clean
+
+        return clean([])
     if args.command == "cluster":
         return run_cluster(args.action)
     if args.command == "load":
@@ -95,9 +110,19 @@ def _generate(args: argparse.Namespace) -> int:
         print("entity-state generate: --batches and --events-per-batch must be at least 1", file=sys.stderr)
         return 2
     directory = args.landing_dir or landing_dir()
-    paths = list(
-        generate(config, args.batches, args.events_per_batch, directory, args.touched_entities, not args.quiet)
-    )
+    paths: list[Path] = []
+    try:
+        paths.extend(
+            generate(config, args.batches, args.events_per_batch, directory, args.touched_entities, not args.quiet)
+        )
+    except LandingError as error:
+        # the same options give the same file names: a second run into one folder meets the first one's files
+        print(
+            f"entity-state generate: {error} The file names follow the options (seed, start, sizes): use another "
+            f"--seed or --start, or another --landing-dir. {len(paths)} batch(es) landed before this one.",
+            file=sys.stderr,
+        )
+        return 2
     print(f"landed {len(paths)} batches of {args.events_per_batch} events in {directory}")
     return 0
 
