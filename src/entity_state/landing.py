@@ -167,7 +167,8 @@ def load_files(
         last = ingested_at + timedelta(seconds=len(parts) - 1)
         if last > datetime.now(UTC):
             # dbt runs skip landing files modified well before their window starts, unread: a file stamped later
-            # than it was written could be skipped (var entity_state__landing_clock_skew_minutes), so it is refused here.
+            # than it was written could be skipped (var entity_state__landing_clock_skew_minutes), so it is refused
+            # here.
             raise LandingError(
                 f"--ingested-at {ingested_at.isoformat()} would stamp batches up to {last.isoformat()}, later than "
                 f"now: a batch's ingested_at must not be later than the moment its file is written"
