@@ -62,7 +62,7 @@ test-integration: install ## dbt on local Spark, in-process: article splits, run
 	$(BIN)/python -m pytest tests/integration
 
 # A pytest process of its own: it starts its own in-process Spark, with its own warehouse and metastore.
-test-adapter: install ## dbt's adapter test suite (incremental) with this project as a package: users' models keep dbt-spark's
+test-adapter: install ## dbt's incremental adapter tests with this project as a package: users' models keep dbt-spark's
 	$(BIN)/python -m pytest tests/adapter
 
 cluster-up: install ## Start a local Spark master, worker and Thrift Server for the `cluster` target (.local/cluster)

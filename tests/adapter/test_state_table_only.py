@@ -55,7 +55,7 @@ class TestStateTableOnly:
 
         for model in ("user_append", "user_insert_overwrite"):
             sql = first[model] + second[model]
-            assert ASIDE not in sql, f"{model} ran this project's state_table materialization:\n{sql}"
+            assert ASIDE not in sql, f"{model} was built aside by this project's materialization:\n{sql}"
         # dbt-spark creates the table under its own name, then writes into it
         assert f"create table {schema}.user_append\n" in first["user_append"]
         assert f"insert into table {schema}.user_append\n" in second["user_append"]
