@@ -10,7 +10,7 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export ENTITY_STATE_HOME ?= $(CURDIR)/.local
 export ENTITY_STATE_LANDING_DIR ?= $(CURDIR)/data/landing/events
 
-.PHONY: help install install-bench lock check-python check-java demo run build docs lint test test-unit test-integration \
+.PHONY: help install install-bench lock check-python check-java demo run build docs lint test test-unit test-integration test-adapter \
 	cluster-up cluster-down cluster-status test-cluster test-cluster-ci bench bench-quick clean
 
 help: ## List the targets
@@ -92,6 +92,10 @@ test-unit: install ## Pure-Python tests: the reference and the model of the incr
 test-integration: install ## dbt on local Spark, in-process: article splits, run orders, failures, property test
 	$(BIN)/python -m pytest tests/integration
 
+# A pytest process of its own: it starts its own in-process Spark, with its own warehouse and metastore.
+test-adapter: install ## dbt's incremental adapter tests with this project as a package: users' models keep dbt-spark's
+	$(BIN)/python -m pytest tests/adapter
+
 cluster-up: install ## Start a local Spark master, worker and Thrift Server for the `cluster` target (.local/cluster)
 	$(BIN)/entity-state cluster up
 
@@ -120,7 +124,7 @@ test-cluster-ci: install ## cluster-up, test-cluster, then cluster-down, even wh
 		$(BIN)/entity-state cluster up && $(MAKE) --no-print-directory test-cluster; \
 	fi
 
-test: lint test-unit test-integration test-cluster-ci ## Everything CI runs
+test: lint test-unit test-integration test-adapter test-cluster-ci ## Everything CI runs
 
 bench-quick: install-bench ## Benchmark at small sizes (measured 9.8 minutes on 2 idle cores before the landed-files section); results in .local/bench/quick/
 	$(BIN)/python bench/run.py --mode quick
