@@ -10,8 +10,9 @@
     the next run rebuilds it from the landed history. The aside name is unique per invocation because a build killed
     midway leaves files in its folder, which would block a table of the same name: so a first run killed while it
     builds is repaired by a plain rerun too. It also accepts the strategy `insert_new_partition` (see
-    macros/state_relations.sql), and rebuilds a table as a full refresh does when the model's SQL carries
-    rebuild_marker. Keep the rest in step with dbt-spark when upgrading it. -#}
+    macros/state_relations.sql), rebuilds a table as a full refresh does when the model's SQL carries
+    rebuild_marker, and words on_schema_change='fail' for state tables (fail_on_state_schema_change). Keep the rest
+    in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -91,7 +92,12 @@
     {%- call statement('create_tmp_relation', language=language) -%}
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
-    {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+    {#-- entity_state: on_schema_change='fail' with a message for state tables (see fail_on_state_schema_change) --#}
+    {%- if on_schema_change == 'fail' -%}
+      {%- do entity_state.fail_on_state_schema_change(tmp_relation, existing_relation) -%}
+    {%- else -%}
+      {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+    {%- endif -%}
     {%- call statement('main') -%}
       {%- if strategy == 'insert_new_partition' -%}
         {{ entity_state.insert_new_partition_sql(tmp_relation, target_relation, partition_by, model.compiled_code) }}

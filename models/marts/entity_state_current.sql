@@ -4,6 +4,7 @@
         incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
         partition_by=['entity_bucket'],
         post_hook=["{{ entity_state.record_watermark() }}"],
+        on_schema_change='fail',
     )
 }}
 

@@ -4,6 +4,7 @@
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
+        on_schema_change='fail',
     )
 }}
 
