@@ -10,36 +10,67 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export ENTITY_STATE_HOME ?= $(CURDIR)/.local
 export ENTITY_STATE_LANDING_DIR ?= $(CURDIR)/data/landing/events
 
-.PHONY: help install install-bench check-java demo run build docs lint test test-unit test-integration \
+.PHONY: help install install-bench lock check-python check-java demo run build docs lint test test-unit test-integration test-adapter \
 	cluster-up cluster-down cluster-status test-cluster test-cluster-ci bench bench-quick clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+# The Python that install uses: .venv's once it exists (a later make needs no PYTHON=), else $(PYTHON), which creates it.
+check-python:
+	@if [ -x $(BIN)/pip ]; then py=$(BIN)/python; where=".venv (made by an earlier make install)"; \
+	else py=$(PYTHON); where="$(PYTHON)"; fi; \
+	version=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+	if [ "$$version" != 3.11 ]; then \
+		if [ -n "$$version" ]; then echo "This project needs Python 3.11, and $$where is Python $$version."; \
+		else echo "This project needs Python 3.11, and $$where is not found (or does not run)."; fi; \
+		echo "Install it (Debian 12: apt-get install python3.11 python3.11-venv; or pyenv install 3.11), then run"; \
+		if [ -x $(BIN)/pip ]; then echo "  rm -rf .venv && make install PYTHON=python3.11"; \
+		else echo "  make install PYTHON=python3.11"; fi; \
+		exit 1; \
+	fi
 
 check-java:
 	@command -v java >/dev/null || { echo "Java is missing: install OpenJDK 17 (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@major=$$(java -version 2>&1 | sed -nE 's/.*version "([0-9]+)(\.([0-9]+))?.*/\1 \3/p' | awk '{print ($$1 == 1) ? $$2 : $$1}'); \
 	if [ -z "$$major" ] || [ "$$major" -lt 11 ]; then echo "Java $$major is too old for Spark 3.5 here: install OpenJDK 17"; exit 1; fi
 
-$(STAMP): requirements.txt pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
-	$(BIN)/pip install --quiet --no-deps -e .
+# requirements.lock pins, with hashes, everything install puts into .venv, pip and setuptools included. Those two go
+# first: the pip a venv starts with (23.x) rejects the lock in hash mode (a dependency asks for mashumaro[msgpack]),
+# and with the locked setuptools in place nothing needs build isolation, which would download an unpinned one to build
+# the packages published as sources only (pyspark, thrift, PyHive, pure-sasl) and the project itself.
+$(STAMP): requirements.lock pyproject.toml
+	[ -x $(BIN)/pip ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --require-hashes -r <(awk '/^[a-z]/ { keep = /^(pip|setuptools)==/ } keep' requirements.lock)
+	$(BIN)/pip install --quiet --require-hashes --no-build-isolation -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-install: check-java $(STAMP) ## Create .venv and install the pinned dependencies
+install: check-python check-java $(STAMP) ## Check Python 3.11 and Java, create .venv, install requirements.lock and the project
 
 BENCH_STAMP := $(VENV)/.installed-bench
-$(BENCH_STAMP): $(STAMP) requirements-bench.txt
-	$(BIN)/pip install --quiet -r requirements-bench.txt
+$(BENCH_STAMP): $(STAMP) requirements-bench.lock
+	$(BIN)/pip install --quiet --require-hashes --no-build-isolation -r requirements-bench.lock
 	touch $(BENCH_STAMP)
 
-install-bench: install $(BENCH_STAMP) ## Add the benchmark-only dependencies (chDB, matplotlib, psutil) to .venv
+install-bench: install $(BENCH_STAMP) ## Add the benchmark-only dependencies (chDB, matplotlib, psutil; requirements-bench.lock) to .venv
 
-demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline
-	ENTITY_STATE_SCHEMA=entity_state_demo ENTITY_STATE_LANDING_DIR=$(CURDIR)/data/landing/demo_events \
-		$(BIN)/entity-state demo
+# Both lock files from pyproject.toml (dependencies, extras dev and bench, build-system requires) and pip, for
+# Python 3.11 on every platform. Versions already locked are kept unless pyproject.toml rules them out; the bench lock
+# is constrained by the first, so shared packages have one version. To move a package: make lock LOCK_ARGS="-P NAME".
+LOCK_ARGS ?=
+TOOLS := $(BIN)/python -c 'import tomllib; print("pip", *tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
+UV_COMPILE := $(BIN)/uv pip compile --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" --quiet $(LOCK_ARGS)
+lock: ## Regenerate requirements.lock and requirements-bench.lock from pyproject.toml with .venv's uv
+	@[ -x $(BIN)/uv ] || { echo "make lock runs .venv/bin/uv: run make install first"; exit 1; }
+	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev -o requirements.lock
+	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev --extra bench -c requirements.lock -o requirements-bench.lock
+
+# The demo decides its own landing folder (demo/landing in ENTITY_STATE_HOME) and schema (entity_state_demo), and says
+# so when the environment names others. The landing folder exported above is only this Makefile's default, not a
+# choice of the user's, so it is not passed on to the demo.
+demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline (.local/demo)
+	$(if $(filter file,$(origin ENTITY_STATE_LANDING_DIR)),env -u ENTITY_STATE_LANDING_DIR )$(BIN)/entity-state demo
 
 run: install ## dbt run on the local target (lands nothing: use `entity-state load` first)
 	$(BIN)/dbt run
@@ -72,6 +103,10 @@ test-unit: install ## Pure-Python tests: the reference and the model of the incr
 test-integration: install ## dbt on local Spark, in-process: article splits, run orders, failures, property test
 	$(BIN)/python -m pytest tests/integration
 
+# A pytest process of its own: it starts its own in-process Spark, with its own warehouse and metastore.
+test-adapter: install ## dbt's incremental adapter tests with this project as a package: users' models keep dbt-spark's
+	$(BIN)/python -m pytest tests/adapter
+
 cluster-up: install ## Start a local Spark master, worker and Thrift Server for the `cluster` target (.local/cluster)
 	$(BIN)/entity-state cluster up
 
@@ -100,7 +135,7 @@ test-cluster-ci: install ## cluster-up, test-cluster, then cluster-down, even wh
 		$(BIN)/entity-state cluster up && $(MAKE) --no-print-directory test-cluster; \
 	fi
 
-test: lint test-unit test-integration test-cluster-ci ## Everything CI runs
+test: lint test-unit test-integration test-adapter test-cluster-ci ## Everything CI runs
 
 bench-quick: install-bench ## Benchmark at small sizes (measured 9.8 minutes on 2 idle cores before the landed-files section); results in .local/bench/quick/
 	$(BIN)/python bench/run.py --mode quick
@@ -108,6 +143,8 @@ bench-quick: install-bench ## Benchmark at small sizes (measured 9.8 minutes on 
 bench: install-bench ## Full benchmark (measured 22.8 + 11.8 minutes): 1M/2M/5M histories, 10,000 landed files; results in bench/results/
 	$(BIN)/python bench/run.py --mode full --results bench/results
 
-clean: ## Remove the local warehouse, metastore, landed files and dbt output (stops the local cluster first)
-	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state cluster down; fi
-	rm -rf .local target logs data/landing
+# Never the landing folder: it is the only copy of every landed batch (entity-state clean refuses if it lies inside
+# what clean removes). Without .venv the same command runs from the source tree: it needs the standard library only.
+clean: ## Remove .local (warehouse, metastore, demo), target and logs, never landed files (stops the local cluster first)
+	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state clean; \
+	else PYTHONPATH=$(CURDIR)/src $(PYTHON) -m entity_state.clean; fi

@@ -552,7 +552,7 @@ def landing_history(results: Results, sizes: dict, out: Path) -> None:
     # a minute between events spreads each file over its own stretch of time, as runs minutes apart would
     stream = EventStream(StreamConfig(entities=sizes["entities"], tick=timedelta(minutes=1), **NOISE))
     small, reps, files = sizes["small_batch"], sizes["reps"], sizes["history_files"]
-    no_skip = ["--vars", "{landing_clock_skew_minutes: 10000000}"]
+    no_skip = ["--vars", "{entity_state__landing_clock_skew_minutes: 10000000}"]
     for _ in range(10):
         workspace.land(stream, sizes["file_events"], "history", backdate=True)
     dbt = InProcessDbt(workspace)

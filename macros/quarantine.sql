@@ -20,7 +20,8 @@
     allowed clock skew breaks what lets runs skip old files unread (landing_files_since): a later file like it could
     be skipped, so the first one seen stops the run. -#}
 {% macro assert_landing_files_complete(low, high) %}
-    {%- if not execute or high is none -%}
+    {#- a table input has no files; landing_high_watermark has checked that its columns are there -#}
+    {%- if not execute or high is none or entity_state.is_table_input() -%}
         {{ return('') }}
     {%- endif -%}
     {%- set required = ['tenant_id', 'entity_id', 'state_id', 'event_time'] -%}
@@ -40,7 +41,7 @@
             ) as is_stamped_after_file
         from {{ source('landing', 'events') }}
         where {{ entity_state.landed_window_predicate(
-            low, high, entity_state.landing_ingested_at(), '_metadata.file_modification_time'
+            low, high, entity_state.input_column('ingested_at'), '_metadata.file_modification_time'
         ) }}
         group by _metadata.file_name
         having
@@ -59,7 +60,7 @@
             {%- do problems.append("landing file '" ~ row['file_name'] ~ "': column ingested_at ("
                 ~ row['last_ingested_at'] ~ ") is later than the file's modification time ("
                 ~ row['file_modified_at'] ~ ") by more than the allowed clock skew of "
-                ~ var('landing_clock_skew_minutes', 60) ~ " minutes") -%}
+                ~ entity_state.setting('landing_clock_skew_minutes') ~ " minutes (var entity_state__landing_clock_skew_minutes)") -%}
         {%- endif -%}
     {%- endfor -%}
     {%- if problems -%}

@@ -7,12 +7,12 @@
     {%- endif -%}
     {%- set nodes = graph.nodes.values()
         | selectattr('resource_type', 'equalto', 'model')
-        | selectattr('package_name', 'equalto', project_name)
+        | selectattr('package_name', 'equalto', model.package_name)
         | selectattr('name', 'equalto', model_name)
         | list -%}
     {%- if nodes | length != 1 -%}
         {{ exceptions.raise_compiler_error(
-            "state_relation: expected one model named '" ~ model_name ~ "' in project '" ~ project_name
+            "state_relation: expected one model named '" ~ model_name ~ "' in package '" ~ model.package_name
             ~ "', found " ~ (nodes | length) ~ ". Check the model name."
         ) }}
     {%- endif -%}
@@ -26,9 +26,9 @@
 {% endmacro %}
 
 {% macro spark__entity_bucket(tenant_column, entity_column) %}
-    {%- set buckets = var('entity_state_buckets') | int -%}
+    {%- set buckets = entity_state.setting('buckets') | int -%}
     {%- if buckets < 1 -%}
-        {{ exceptions.raise_compiler_error('var entity_state_buckets must be a positive integer, got ' ~ buckets) }}
+        {{ exceptions.raise_compiler_error('var entity_state__buckets must be a positive integer, got ' ~ buckets) }}
     {%- endif -%}
     cast(pmod(xxhash64({{ tenant_column }}, {{ entity_column }}), {{ buckets }}) as int)
 {% endmacro %}

@@ -52,15 +52,17 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set landing = source('landing', 'events') -%}
+    {%- if entity_state.is_table_input() -%}
+        {%- do entity_state.assert_events_table_readable() -%}
     {#- Asked of the catalog, not dbt's relation cache: the on-run-start hook creates the table after the cache is
         filled, and a compile without hooks (sqlfluff, dbt compile on a new machine) may find no table at all. -#}
-    {%- if run_query("show schemas like '" ~ landing.schema ~ "'").rows | length == 0
+    {%- elif run_query("show schemas like '" ~ landing.schema ~ "'").rows | length == 0
         or run_query("show tables in " ~ landing.schema ~ " like '" ~ landing.identifier ~ "'").rows | length == 0 -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set result = run_query(
-        'select unix_micros(max(' ~ entity_state.landing_ingested_at() ~ ')) from ' ~ landing
-        ~ ' where ' ~ entity_state.landing_files_since(files_since, '_metadata.file_modification_time')
+        'select unix_micros(max(' ~ entity_state.input_column('ingested_at') ~ ')) from ' ~ landing
+        ~ ' where ' ~ entity_state.landing_files_since(files_since, entity_state.input_column('source_file_modified_at'))
     ) -%}
     {%- set value = result.columns[0].values()[0] -%}
     {{ return(none if value is none else value | int) }}
@@ -69,10 +71,10 @@
 {#- How much later than its file's modification time a landed row's `ingested_at` may be: the clock skew allowed
     between the producer that stamps a batch and the file system that stamps its file. -#}
 {% macro landing_clock_skew_micros() %}
-    {%- set minutes = var('landing_clock_skew_minutes', 60) -%}
+    {%- set minutes = entity_state.setting('landing_clock_skew_minutes') -%}
     {%- if minutes is not number or minutes < 0 -%}
         {{ exceptions.raise_compiler_error(
-            "var landing_clock_skew_minutes must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
+            "var entity_state__landing_clock_skew_minutes must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
         ) }}
     {%- endif -%}
     {{ return((minutes * 60 * 1000000) | int) }}
@@ -81,7 +83,9 @@
 {#- Filter on a landed file's modification time that keeps every file able to hold a row that arrived after
     `micros`. A row's `ingested_at` is at most its file's modification time plus the clock skew (the input contract;
     assert_landing_files_complete fails a run on a file that breaks it), so older files are skipped unread: Spark
-    prunes them when it lists the folder, and a run reads only recent files however long the history. -#}
+    prunes them when it lists the folder, and a run reads only recent files however long the history. On a table
+    input the arrival column stands in for the modification time (input_column), so there it is a filter on the
+    arrival time alone, which Spark can push down to the table's files as a min/max filter. -#}
 {% macro landing_files_since(micros, column='source_file_modified_at') %}
     {%- if micros is none -%}
         true

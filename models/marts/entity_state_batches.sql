@@ -1,9 +1,10 @@
 {{
     config(
-        materialized='incremental',
+        materialized='state_table',
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
+        on_schema_change='fail',
     )
 }}
 
@@ -11,9 +12,9 @@
     walk judges it: window events against the stored current rows, read from the current table's watermark.
     entity_state_current never moves past this table's watermark, so every batch counted here is newer than every
     current row it is judged against. Written one partition per window, like entity_state_segments. -#}
-{%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
+{%- set current_relation = entity_state.state_relation('entity_state_current') if entity_state.has_stored_state() else none -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
-{%- set counted_through = entity_state.emitted_watermark(this, 'batch_ingested_at') if is_incremental() else none -%}
+{%- set counted_through = entity_state.emitted_watermark(this, 'batch_ingested_at') if entity_state.has_stored_state() else none -%}
 {%- set segments_through = entity_state.emitted_watermark(
     entity_state.state_relation('entity_state_segments'), 'closed_ingested_at'
 ) -%}

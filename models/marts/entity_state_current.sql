@@ -1,9 +1,10 @@
 {{
     config(
-        materialized='incremental',
+        materialized='state_table',
         incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
         partition_by=['entity_bucket'],
         post_hook=["{{ entity_state.record_watermark() }}"],
+        on_schema_change='fail',
     )
 }}
 
@@ -15,8 +16,8 @@
     the rows stored here. Only the hash buckets that the window touches are rewritten. A bucket that lost rows (a
     run killed while Spark replaced it, see lost_current_buckets) makes this run rebuild the table from the landed
     events instead; segments and the batch counts wait for that rebuild. -#}
-{%- set lost_buckets = entity_state.lost_current_buckets(this) if is_incremental() else [] -%}
-{%- set incremental = is_incremental() and not lost_buckets -%}
+{%- set lost_buckets = entity_state.lost_current_buckets(this) if entity_state.has_stored_state() else [] -%}
+{%- set incremental = entity_state.has_stored_state() and not lost_buckets -%}
 {%- if lost_buckets %}
 {{ entity_state.rebuild_marker('buckets ' ~ lost_buckets | join(', ') ~ ' lost rows') }}
 {%- do log(

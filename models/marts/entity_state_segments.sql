@@ -1,9 +1,10 @@
 {{
     config(
-        materialized='incremental',
+        materialized='state_table',
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
+        on_schema_change='fail',
     )
 }}
 
@@ -15,12 +16,12 @@
     is registered only once its files are complete, so a run killed mid-write leaves nothing readers or a later
     write could pick up (see insert_new_partition_sql), and the write looks up no other partition, however many
     runs came before. While the current table has lost rows the window is empty (is_seed_damaged). -#}
-{%- set current_relation = entity_state.state_relation('entity_state_current') if is_incremental() else none -%}
+{%- set current_relation = entity_state.state_relation('entity_state_current') if entity_state.has_stored_state() else none -%}
 {%- set is_waiting_for_current = entity_state.is_seed_damaged(current_relation) -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
 {%- set high = none if is_waiting_for_current else entity_state.landing_high_watermark(files_since=low) -%}
 {%- do entity_state.assert_landing_files_complete(low, high) -%}
-{%- set emitted_through = entity_state.emitted_watermark(this, 'closed_ingested_at') if is_incremental() else none -%}
+{%- set emitted_through = entity_state.emitted_watermark(this, 'closed_ingested_at') if entity_state.has_stored_state() else none -%}
 {%- set known_watermarks = [emitted_through, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
 {%- set emitted_after = 'closed_ingested_at > ' ~ entity_state.micros_to_timestamp(emitted_through)

@@ -1,15 +1,16 @@
 {{
     config(
-        materialized='incremental',
+        materialized='state_table',
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         post_hook=["{{ entity_state.record_watermark() }}"],
+        on_schema_change='fail',
     )
 }}
 
 {#- Landed rows that cannot be applied, with the reason. Written like entity_state_segments: one partition per
     window, rows of arrivals after what it has already emitted, so reruns and killed runs never duplicate a row. -#}
-{%- set low = entity_state.emitted_watermark(this, 'ingested_at') if is_incremental() else none -%}
+{%- set low = entity_state.emitted_watermark(this, 'ingested_at') if entity_state.has_stored_state() else none -%}
 {%- set high = entity_state.landing_high_watermark(files_since=low) -%}
 {%- do entity_state.assert_landing_files_complete(low, high) -%}
 {%- set known_watermarks = [low, high] | reject('none') | list -%}

@@ -1,5 +1,5 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
-`entity-state sql QUERY`, `entity-state demo` and `entity-state cluster up|down|status`."""
+`entity-state sql QUERY`, `entity-state demo`, `entity-state cluster up|down|status` and `entity-state clean`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from entity_state.generate import StreamConfig, generate
-from entity_state.landing import DEFAULT_LANDING_DIR, LandingError, landing_dir, load_files, parse_timestamp
+from entity_state.landing import LandingError, landing_dir, load_files, parse_timestamp
+from entity_state.paths import DEFAULT_LANDING_DIR
 
 LANDING_DIR_HELP = f"landing folder (default: $ENTITY_STATE_LANDING_DIR, else {DEFAULT_LANDING_DIR})"
 CLUSTER_EPILOG = """settings (environment variables, with their defaults): ENTITY_STATE_HOME (.local; the cluster's
@@ -85,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--limit", type=int, default=100, help="rows to show; -1 for all")
     sql.add_argument("--output", choices=["text", "json"], default="text", help="table (text) or JSON")
 
-    demo = commands.add_parser("demo", help="land the shipped demo events batch by batch and run dbt build")
+    demo = commands.add_parser(
+        "demo",
+        help="land the shipped demo events batch by batch and run dbt build, in a folder and schema of its own "
+        "($ENTITY_STATE_HOME/demo/landing, entity_state_demo; ENTITY_STATE_LANDING_DIR and ENTITY_STATE_SCHEMA are "
+        "ignored)",
+    )
     demo.add_argument("--batches", type=int, default=3)
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")
@@ -94,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster", help="start, stop or check the local Spark cluster (`cluster` target)", epilog=CLUSTER_EPILOG
     )
     cluster.add_argument("action", choices=["up", "down", "status"], help="start (waits until it answers), stop, check")
+
+    commands.add_parser(
+        "clean",
+        help="stop the local cluster, then remove .local, target and logs from the project folder; never the landing "
+        "folder (refuses if ENTITY_STATE_LANDING_DIR lies inside one of them)",
+    )
 
     for command in commands.choices.values():
         command.formatter_class = HelpFormatter
@@ -105,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "clean":
+        from entity_state.clean import main as clean
+
+        return clean([])
     if args.command == "cluster":
         return run_cluster(args.action)
     if args.command == "sql":
@@ -148,9 +164,19 @@ def _generate(args: argparse.Namespace) -> int:
         print("entity-state generate: --batches and --events-per-batch must be at least 1", file=sys.stderr)
         return 2
     directory = args.landing_dir or landing_dir()
-    paths = list(
-        generate(config, args.batches, args.events_per_batch, directory, args.touched_entities, not args.quiet)
-    )
+    paths: list[Path] = []
+    try:
+        paths.extend(
+            generate(config, args.batches, args.events_per_batch, directory, args.touched_entities, not args.quiet)
+        )
+    except LandingError as error:
+        # the same options give the same file names: a second run into one folder meets the first one's files
+        print(
+            f"entity-state generate: {error} The file names follow the options (seed, start, sizes): use another "
+            f"--seed or --start, or another --landing-dir. {len(paths)} batch(es) landed before this one.",
+            file=sys.stderr,
+        )
+        return 2
     print(f"landed {len(paths)} batches of {args.events_per_batch} events in {directory}")
     return 0
 

@@ -165,7 +165,10 @@ def generate(
     touched_entities: int | None = None,
     progress: bool = False,
 ) -> Iterator[Path]:
-    """Land `batches` batches of the stream in `directory`; yields each file's path once it is in place."""
+    """Land `batches` batches of the stream in `directory`; yields each file's path once it is in place.
+
+    The file names follow the config, so a second run with the same seed and start into the same folder meets the
+    first one's files: write_atomically raises LandingError there rather than replace them."""
     directory.mkdir(parents=True, exist_ok=True)
     stream = EventStream(config)
     bar = _progress(batches * events_per_batch) if progress else None

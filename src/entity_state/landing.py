@@ -3,12 +3,15 @@
 A landed batch is one Parquet file with the columns tenant_id, entity_id, state_id (strings), event_time and
 ingested_at (timestamps, UTC), and event_time_text: the producer's text when it could not be parsed (event_time is
 then null and the row ends in the quarantine as `unparseable_event_time`, never silently as a null time).
-Files are written under a hidden temporary name and renamed into place, so a `dbt run` never sees half a file.
+Files are written under a hidden temporary name and renamed into place, so a `dbt run` never sees half a file, and
+never onto an existing file: the landing folder is the only copy of every landed batch, so a name that is taken
+is refused (LandingError), never overwritten.
 """
 
 from __future__ import annotations
 
 import email.utils
+import errno
 import itertools
 import os
 import re
@@ -24,6 +27,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from entity_state.paths import DEFAULT_LANDING_DIR
+
 KEY_COLUMNS = ("tenant_id", "entity_id", "state_id")
 REQUIRED_COLUMNS = (*KEY_COLUMNS, "event_time")
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -37,7 +42,6 @@ LANDED_SCHEMA = pa.schema(
 )
 EPOCH_DIGITS = re.compile(r"[+-]?\d{9,19}(\.\d+)?")
 SLASHED_DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2})")
-DEFAULT_LANDING_DIR = "data/landing/events"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Column-wise parsing (parse_timestamps): a fast path for the common forms. Its patterns (RE2, for pyarrow) admit only
@@ -317,23 +321,58 @@ def slices(table: pa.Table, batches: int) -> list[pa.Table]:
     return [table.slice(start, end - start) for start, end in itertools.pairwise(bounds)]
 
 
-def land(table: pa.Table, ingested_at: datetime, directory: Path | None = None) -> LandedBatch:
-    """Write one batch, stamped with ingested_at, into the landing folder atomically."""
+def batch_name(ingested_at: datetime) -> str:
+    """A new batch file's name: its stamp, then a random part, so two batches never share a name."""
+    return f"batch_{ingested_at:%Y%m%dT%H%M%S%f}_{uuid.uuid4().hex[:8]}.parquet"
+
+
+def land(table: pa.Table, ingested_at: datetime, directory: Path | None = None, name: str | None = None) -> LandedBatch:
+    """Write one batch, stamped with ingested_at, into the landing folder atomically (as `name`, default a new
+    batch_name); raises LandingError if that name is taken."""
     directory = directory or landing_dir()
     directory.mkdir(parents=True, exist_ok=True)
     stamped = table.set_column(
         table.schema.get_field_index("ingested_at"), "ingested_at", pa.array([ingested_at] * table.num_rows, TIMESTAMP)
     )
-    name = f"batch_{ingested_at:%Y%m%dT%H%M%S%f}_{uuid.uuid4().hex[:8]}.parquet"
-    return LandedBatch(write_atomically(stamped, directory / name), table.num_rows, ingested_at)
+    path = directory / (name or batch_name(ingested_at))
+    return LandedBatch(write_atomically(stamped, path), table.num_rows, ingested_at)
 
 
 def write_atomically(table: pa.Table, path: Path) -> Path:
-    """Write a landed-schema table under a hidden temporary name, then rename it into place."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table.cast(LANDED_SCHEMA), temporary)
-    os.replace(temporary, path)
+    """Write a landed-schema table under a hidden temporary name, then move it to `path`, which must not exist.
+
+    The move is a hard link then the removal of the temporary name: unlike a rename, a link fails when the name is
+    taken, so an existing landed file is never replaced, even by a writer racing this one. Raises LandingError then.
+    """
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        pq.write_table(table.cast(LANDED_SCHEMA), temporary)
+        _move_without_replacing(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
     return path
+
+
+def _move_without_replacing(source: Path, path: Path) -> None:
+    try:
+        os.link(source, path)
+        return
+    except FileExistsError:
+        raise _name_taken(path) from None
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            raise
+    # a file system without hard links: check, then rename (a writer racing this one could slip in between)
+    if path.exists():
+        raise _name_taken(path)
+    os.rename(source, path)
+
+
+def _name_taken(path: Path) -> LandingError:
+    return LandingError(
+        f"{path} already exists: a landed file is never overwritten (the landing folder is the only copy of its "
+        f"batch), so nothing was written. Land the new batch under another name or into another folder."
+    )
 
 
 def load_files(
@@ -354,7 +393,8 @@ def load_files(
         last = ingested_at + timedelta(seconds=len(parts) - 1)
         if last > datetime.now(UTC):
             # dbt runs skip landing files modified well before their window starts, unread: a file stamped later
-            # than it was written could be skipped (var landing_clock_skew_minutes), so it is refused here.
+            # than it was written could be skipped (var entity_state__landing_clock_skew_minutes), so it is refused
+            # here.
             raise LandingError(
                 f"--ingested-at {ingested_at.isoformat()} would stamp batches up to {last.isoformat()}, later than "
                 f"now: a batch's ingested_at must not be later than the moment its file is written"

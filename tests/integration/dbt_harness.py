@@ -13,12 +13,13 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, suppress
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 from dbt.adapters.spark import session as spark_session_module
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt.cli.main import dbtRunner, dbtRunnerResult
@@ -31,6 +32,15 @@ STATE_MODELS = ("entity_state_segments", "entity_state_current")
 TARGETS = ("local", "cluster")
 # where each target's dbt connection sends a SQL statement; failure injection replaces its `execute`
 STATEMENT_CURSORS = {"local": spark_session_module.Cursor, "cluster": PyhiveConnectionWrapper}
+# A user's own events table, with column names of its own, for the table input (macros/input.sql)
+EVENTS_TABLE_COLUMNS = {
+    "tenant_id": "customer",
+    "entity_id": "pallet",
+    "state_id": "warehouse",
+    "event_time": "seen_at",
+    "event_time_text": "seen_at_text",
+    "ingested_at": "arrived_at",
+}
 
 
 class InjectedFailure(RuntimeError):
@@ -56,10 +66,33 @@ class DbtProject:
             DBT_PROFILES_DIR=str(PROJECT_DIR / "profiles"),
         )
         self._batch = 0
+        self.events_table: str | None = None
+
+    @property
+    def vars(self) -> dict[str, Any]:
+        """The vars every dbt call of this project gets: the table input's, when it is in use."""
+        if self.events_table is None:
+            return {}
+        return {"entity_state__events_table": self.events_table, "entity_state__events_columns": EVENTS_TABLE_COLUMNS}
+
+    def use_events_table(self) -> str:
+        """Read the events from a table of the user's own (columns named as in EVENTS_TABLE_COLUMNS) from now on;
+        `land` inserts into it. Returns its name."""
+        schema = f"{self.schema}_raw"
+        self.events_table = f"{schema}.pallet_events"
+        self.execute(f"create schema if not exists {schema}")
+        columns = ", ".join(
+            f"{column} {'timestamp' if name in ('event_time', 'ingested_at') else 'string'}"
+            for name, column in EVENTS_TABLE_COLUMNS.items()
+        )
+        self.execute(f"create table {self.events_table} ({columns}) using parquet")
+        return self.events_table
 
     def dbt(self, *args: str, expect_success: bool = True) -> dbtRunnerResult:
         cwd = os.getcwd()
         os.chdir(PROJECT_DIR)
+        if self.vars:
+            args = _with_vars(args, self.vars)
         try:
             result = dbtRunner().invoke([*args, "--quiet", "--project-dir", str(PROJECT_DIR)])
         finally:
@@ -68,8 +101,12 @@ class DbtProject:
             raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception or _failures(result)}")
         return result
 
-    def land(self, rows: list[dict[str, Any]], ingested_at: datetime) -> Path:
-        """Write one batch file the way the loader does (typed Parquet, ingested_at stamped)."""
+    def land(self, rows: list[dict[str, Any]], ingested_at: datetime) -> Path | None:
+        """Write one batch file the way the loader does (typed Parquet, ingested_at stamped), or insert the batch
+        into the events table when the table input is in use."""
+        if self.events_table is not None:
+            self._insert_into_events_table(rows, ingested_at)
+            return None
         self._batch += 1
         columns = {name: [row.get(name) for row in rows] for name in ("tenant_id", "entity_id", "state_id")}
         columns["event_time"] = [row["event_time"] for row in rows]
@@ -78,6 +115,20 @@ class DbtProject:
         path = self.landing / f"batch_{self._batch:05d}.parquet"
         pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), path)
         return path
+
+    def _insert_into_events_table(self, rows: list[dict[str, Any]], ingested_at: datetime) -> None:
+        def literal(name: str, value: Any) -> str:
+            if value is None:
+                return "null"
+            if name in ("event_time", "ingested_at"):
+                return f"timestamp'{value.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+            return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        rows = [{**row, "ingested_at": ingested_at} for row in rows]
+        values = ", ".join(
+            "(" + ", ".join(literal(name, row.get(name)) for name in EVENTS_TABLE_COLUMNS) + ")" for row in rows
+        )
+        self.execute(f"insert into {self.events_table} ({', '.join(EVENTS_TABLE_COLUMNS.values())}) values {values}")
 
     def land_moves(
         self, landed: list[Event], first_event_at: datetime, ingested_at: datetime, moves: list[tuple[str, str, int]]
@@ -121,11 +172,22 @@ class DbtProject:
 
     def reset(self) -> None:
         """Drop every table of the schema and empty the landing folder."""
-        with suppress(RuntimeError):
-            self.execute(f"drop schema if exists {self.schema} cascade")
+        for schema in (self.schema, f"{self.schema}_raw"):
+            with suppress(RuntimeError):
+                self.execute(f"drop schema if exists {schema} cascade")
+        self.events_table = None
         shutil.rmtree(self.landing, ignore_errors=True)
         self.landing.mkdir(parents=True)
         self._batch = 0
+
+
+def _with_vars(args: tuple[str, ...], defaults: dict[str, Any]) -> tuple[str, ...]:
+    """args with `--vars` set to `defaults` updated by the vars args already gives (dbt takes one --vars only)."""
+    if "--vars" not in args:
+        return (*args, "--vars", json.dumps(defaults))
+    at = args.index("--vars")
+    given = yaml.safe_load(args[at + 1])
+    return (*args[:at], "--vars", json.dumps({**defaults, **given}), *args[at + 2 :])
 
 
 def _failures(result: dbtRunnerResult) -> str:

@@ -40,6 +40,11 @@ def _expected_rows() -> list[tuple]:
 
 @pytest.mark.parametrize("split", ["batch_case1", "batch_case2", "batch_case3"])
 def test_article_split_gives_the_expected_view(project, split):
+    run_article_split(project, split)
+
+
+def run_article_split(project, split: str) -> None:
+    """Land the article's events in the batches of `split`, `dbt run` after each, and compare the view."""
     with open(CASE / "events.csv") as handle:
         rows = list(csv.DictReader(handle))
     landed: list[Event] = []

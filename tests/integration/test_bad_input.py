@@ -119,7 +119,8 @@ def _not_parquet(path):
 
 
 def _stamped_later_than_written(path):
-    # ingested_at a day after the file was written: beyond the allowed clock skew (var landing_clock_skew_minutes)
+    # ingested_at a day after the file was written: beyond the allowed clock skew
+    # (var entity_state__landing_clock_skew_minutes)
     tomorrow = datetime.now(UTC) + timedelta(days=1)
     row = {**_event("e-1", "Z", 60), "event_time_text": None, "ingested_at": tomorrow}
     pq.write_table(pa.table({name: [value] for name, value in row.items()}, schema=LANDED_SCHEMA), path)

@@ -106,9 +106,9 @@ def test_late_event_is_kept_aside_and_full_refresh_gives_the_same_state(project)
 def test_dbt_build_runs_the_data_tests_on_the_state(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "A", 4), ("e-2", "B", 4))
-    project.dbt("build", "--vars", "{entity_state_audit_recompute: true}")
+    project.dbt("build")
     _batch(project, landed, 2, ("e-1", "C", 6), ("e-2", "C", 4), ("e-2", "C", 5))
-    project.dbt("build", "--vars", "{entity_state_audit_recompute: true}")
+    project.dbt("build")
     assert_matches_reference(project, landed)
 
 
@@ -122,7 +122,7 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
         f"select tenant_id, entity_id, state_id, 'Z', start_time, end_time, last_event_ts, closed_ingested_at, "
         f"emitted_window from {project.schema}.entity_state_segments limit 1"
     )
-    result = project.dbt("test", "--vars", "{entity_state_audit_recompute: true}", expect_success=False)
+    result = project.dbt("test", expect_success=False)
     failed = {r.node.name for r in result.result if r.status == "fail"}
     assert any(name.startswith("assert_state_matches_full_recompute") for name in failed), failed
     assert not result.success

@@ -16,7 +16,7 @@ from entity_state import cli, landing
 from entity_state.cluster import Settings
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ["load", "generate", "sql", "demo", "cluster"]
+SUBCOMMANDS = ["load", "generate", "sql", "demo", "cluster", "clean"]
 # Defaults computed at run time, which argparse cannot show: each help says what happens instead.
 COMPUTED_DEFAULTS = {
     "load": ["--ingested-at", "(default: now)", "(default: $ENTITY_STATE_LANDING_DIR, else data/landing/events)"],
@@ -24,6 +24,7 @@ COMPUTED_DEFAULTS = {
     "sql": ["ENTITY_STATE_TARGET (local)", "ENTITY_STATE_SCHEMA (entity_state)", "ENTITY_STATE_HOME (.local)"],
     "demo": [],
     "cluster": [],
+    "clean": [],
 }
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import email.utils
+import errno
+import os
 from datetime import UTC, datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -11,7 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from entity_state.landing import LandingError, load_files, parse_timestamp, parse_timestamps, read_events
+from entity_state.landing import (
+    LandingError,
+    land,
+    load_files,
+    parse_timestamp,
+    parse_timestamps,
+    read_events,
+    write_atomically,
+)
 
 EIGHT_UTC = datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
 
@@ -288,3 +298,35 @@ def test_the_fast_path_parses_the_common_forms_and_leaves_the_rest_row_by_row():
     half_past = EIGHT_UTC + timedelta(microseconds=500_000)
     assert times.to_pylist() == [EIGHT_UTC, half_past, EIGHT_UTC, None, None, None]
     assert kept.to_pylist() == [None, None, None, "2026-02-30 08:00:00", None, None]
+
+
+def _one_event_table(tmp_path):
+    source = tmp_path / "events.csv"
+    source.write_text("tenant_id,entity_id,state_id,event_time\nacme,e-1,A,2026-03-03T08:00:00Z\n")
+    return read_events(source)
+
+
+def test_an_existing_landed_file_is_never_overwritten(tmp_path):
+    landing = tmp_path / "landing"
+    first = land(_one_event_table(tmp_path), EIGHT_UTC, landing)
+    landed = first.path.read_bytes()
+    with pytest.raises(LandingError, match=r"already exists: a landed file is never overwritten"):
+        land(_one_event_table(tmp_path), EIGHT_UTC + timedelta(hours=1), landing, name=first.path.name)
+    with pytest.raises(LandingError, match=r"already exists"):
+        write_atomically(_one_event_table(tmp_path), first.path)
+    assert first.path.read_bytes() == landed
+    assert [p.name for p in landing.iterdir()] == [first.path.name]  # no temporary file left behind
+
+
+def test_without_hard_links_an_existing_file_is_still_refused(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_links)
+    landing = tmp_path / "landing"
+    first = land(_one_event_table(tmp_path), EIGHT_UTC, landing)
+    landed = first.path.read_bytes()
+    with pytest.raises(LandingError, match=r"already exists"):
+        write_atomically(_one_event_table(tmp_path), first.path)
+    assert first.path.read_bytes() == landed
+    assert [p.name for p in landing.iterdir()] == [first.path.name]

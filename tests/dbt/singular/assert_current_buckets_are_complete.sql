@@ -1,3 +1,4 @@
+{{ config(tags=['scheduled']) }}
 -- Each bucket of entity_state_current holds as many rows as it was written with. Fewer means rows were lost (a run
 -- killed while Spark replaced the bucket); the next dbt run rebuilds the table from the landed events.
 with

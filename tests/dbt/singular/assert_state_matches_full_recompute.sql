@@ -1,6 +1,6 @@
-{{ config(enabled=var('entity_state_audit_recompute', false), tags=['audit']) }}
+{{ config(tags=['audit']) }}
 -- The incremental state must equal the batch recompute of every event the current table has processed.
--- Scans all history: enabled with `--vars '{entity_state_audit_recompute: true}'` (make test does).
+-- Scans all history: `dbt build --selector audit` runs it, `--selector scheduled` leaves it out.
 with
 
 processed as (

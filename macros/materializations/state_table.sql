@@ -1,13 +1,19 @@
-{#- dbt-spark's incremental materialization (dbt-spark 1.11.0), with one change: a new table is built aside under a
-    name of its own and renamed into place, instead of being created under the model's name. For a full refresh of an
-    existing table the old one is swapped out with a second rename, instead of being dropped first: a full refresh
-    that fails while building leaves the old table, with its watermark, as it was; one killed between the two renames
-    leaves no table under the model's name, and the next run rebuilds it from the landed history. The aside name is
-    unique per invocation because a build killed midway leaves files in its folder, which would block a table of the
-    same name: so a first run killed while it builds is repaired by a plain rerun too. It also accepts the strategy
-    `insert_new_partition` (see macros/state_relations.sql), and rebuilds a table as a full refresh does when the
-    model's SQL carries rebuild_marker. Keep the rest in step with dbt-spark when upgrading it. -#}
-{% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
+{#- The materialization of this project's state tables (`materialized='state_table'`). It is dbt-spark's incremental
+    materialization (dbt-spark 1.11.0) under a name of its own, so that it applies to the state models only: a
+    user's own incremental models, in this project or in one that uses it as a package, keep dbt-spark's behaviour,
+    and a package needs no override of a built-in materialization (which dbt refuses since 1.8 unless the root
+    project allows it). Its models ask `entity_state.has_stored_state()` where others ask `is_incremental()`.
+    Changes against dbt-spark's: a new table is built aside under a name of its own and renamed into place, instead
+    of being created under the model's name. For a full refresh of an existing table the old one is swapped out with
+    a second rename, instead of being dropped first: a full refresh that fails while building leaves the old table,
+    with its watermark, as it was; one killed between the two renames leaves no table under the model's name, and
+    the next run rebuilds it from the landed history. The aside name is unique per invocation because a build killed
+    midway leaves files in its folder, which would block a table of the same name: so a first run killed while it
+    builds is repaired by a plain rerun too. It also accepts the strategy `insert_new_partition` (see
+    macros/state_relations.sql), rebuilds a table as a full refresh does when the model's SQL carries
+    rebuild_marker, and words on_schema_change='fail' for state tables (fail_on_state_schema_change). Keep the rest
+    in step with dbt-spark when upgrading it. -#}
+{% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
   {%- set raw_strategy = config.get('incremental_strategy') or 'append' -%}
@@ -86,7 +92,12 @@
     {%- call statement('create_tmp_relation', language=language) -%}
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
-    {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+    {#-- entity_state: on_schema_change='fail' with a message for state tables (see fail_on_state_schema_change) --#}
+    {%- if on_schema_change == 'fail' -%}
+      {%- do entity_state.fail_on_state_schema_change(tmp_relation, existing_relation) -%}
+    {%- else -%}
+      {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+    {%- endif -%}
     {%- call statement('main') -%}
       {%- if strategy == 'insert_new_partition' -%}
         {{ entity_state.insert_new_partition_sql(tmp_relation, target_relation, partition_by, model.compiled_code) }}
@@ -94,18 +105,6 @@
         {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
       {%- endif -%}
     {%- endcall -%}
-    {%- if language == 'python' -%}
-      {#--
-      This is yucky.
-      See note in dbt-spark/dbt/include/spark/macros/adapters.sql
-      re: python models and temporary views.
-
-      Also, why do neither drop_relation or adapter.drop_relation work here?!
-      --#}
-      {% call statement('drop_relation') -%}
-        drop table if exists {{ tmp_relation }}
-      {%- endcall %}
-    {%- endif -%}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}

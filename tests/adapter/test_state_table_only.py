@@ -1,0 +1,91 @@
+"""Only the state models use this project's materialization: a user's incremental models keep dbt-spark's.
+
+The project once overrode dbt-spark's `incremental` materialization for every model; its state models now use a
+materialization of their own, `state_table`, which builds a new table aside (`<model>__rebuild_<id>`) and renames
+it into place. In a project that loads this one as a package (conftest.py, where package overrides of built-in
+materializations are honoured), a user's `incremental` models must resolve to dbt-spark's materialization and run
+its SQL, while a `state_table` model runs ours.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from dbt.tests.util import relation_from_name, run_dbt
+from dbt_common.events.base_types import EventMsg
+
+_USER_MODEL = """
+{{{{ config(materialized='incremental', file_format='parquet', {config}) }}}}
+select cast({{{{ 2 if is_incremental() else 1 }}}} as bigint) as id, 'run' as msg
+"""
+
+_STATE_MODEL = """
+{{ config(materialized='state_table', incremental_strategy='append', file_format='parquet') }}
+select cast({{ 2 if entity_state.has_stored_state() else 1 }} as bigint) as id, 'run' as msg
+"""
+
+ASIDE = "__rebuild_"
+MATERIALIZATIONS = ("incremental", "state_table")
+
+
+class TestStateTableOnly:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "user_append.sql": _USER_MODEL.format(config="incremental_strategy='append'"),
+            "user_insert_overwrite.sql": _USER_MODEL.format(
+                config="incremental_strategy='insert_overwrite', partition_by='id'"
+            ),
+            "state_model.sql": _STATE_MODEL,
+        }
+
+    def test_incremental_models_run_dbt_spark_and_state_tables_ours(self, project):
+        manifest = run_dbt(["parse"])
+        root = manifest.metadata.project_name
+        macros = {name: manifest.find_materialization_macro_by_name(root, name, "spark") for name in MATERIALIZATIONS}
+        resolved = {name: macro and macro.package_name for name, macro in macros.items()}
+        assert resolved == {"incremental": "dbt_spark", "state_table": "entity_state"}, (
+            "materialization macros resolved from the wrong packages"
+        )
+
+        first = _run_and_collect_sql()
+        second = _run_and_collect_sql()
+        schema = project.test_schema
+
+        for model in ("user_append", "user_insert_overwrite"):
+            sql = first[model] + second[model]
+            assert ASIDE not in sql, f"{model} was built aside by this project's materialization:\n{sql}"
+        # dbt-spark creates the table under its own name, then writes into it
+        assert f"create table {schema}.user_append\n" in first["user_append"]
+        assert f"insert into table {schema}.user_append\n" in second["user_append"]
+        assert f"create table {schema}.user_insert_overwrite\n" in first["user_insert_overwrite"]
+        assert f"insert overwrite table {schema}.user_insert_overwrite\n" in second["user_insert_overwrite"]
+        assert "partition (id)" in second["user_insert_overwrite"]
+
+        # the state model builds its table aside and renames it into place, then appends like dbt-spark
+        assert f"create table {schema}.state_model{ASIDE}" in first["state_model"]
+        assert f"rename to {schema}.state_model" in first["state_model"]
+        assert f"insert into table {schema}.state_model\n" in second["state_model"]
+
+        expected = {"user_append": [1, 2], "user_insert_overwrite": [1, 2], "state_model": [1, 2]}
+        assert {model: _ids(project, model) for model in expected} == expected
+        # the package's on-run-start hook ran alongside
+        assert project.run_sql(f"show tables in {schema} like 'landing_events'", fetch="all")
+
+
+def _run_and_collect_sql() -> dict[str, str]:
+    """One `dbt run`; the SQL each model sent, by model name."""
+    sql: dict[str, str] = defaultdict(str)
+
+    def collect(event: EventMsg) -> None:
+        if event.info.name == "SQLQuery" and event.data.conn_name.startswith("model."):
+            sql[event.data.conn_name.rsplit(".", 1)[-1]] += event.data.sql + "\n"
+
+    run_dbt(["run"], callbacks=[collect])
+    return sql
+
+
+def _ids(project, model: str) -> list[int]:
+    relation = relation_from_name(project.adapter, model)
+    return [row[0] for row in project.run_sql(f"select id from {relation} order by id", fetch="all")]

@@ -1,0 +1,133 @@
+"""Everyday use by a dbt team: the selectors (scheduled, audit), the per-batch warnings, source freshness, and the
+checks that stop a run with a clear message (a state table changed by hand, an old var name)."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+
+from tests.reference import Event
+
+from .state_assertions import assert_matches_reference
+
+STATE_MODELS = {"entity_state_segments", "entity_state_current", "entity_state_batches", "events_rejected"}
+SCHEDULED_MODELS = STATE_MODELS | {"stg_landing_events", "stg_events", "entity_state_view", "events_late"}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _row(entity, state, event_time, **extra):
+    return dict(tenant_id="acme", entity_id=entity, state_id=state, event_time=event_time, **extra)
+
+
+def _statuses(result) -> dict[str, str]:
+    """Status of each model and test a dbt command ran (project hooks left out)."""
+    return {r.node.name: str(r.status) for r in result.result if r.node.resource_type in ("model", "test")}
+
+
+def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(project):
+    start = _now() - timedelta(hours=2)
+    project.land(
+        [_row("e-1", "A", start), _row("e-1", "B", start + timedelta(minutes=4))], _now() - timedelta(minutes=30)
+    )
+    # 6 rows: 2 applied, 3 rejected (share 0.5 > 0.01), 1 late (older than e-1's event of the first batch: 1/6 > 0.05)
+    bad_batch_at = _now() - timedelta(minutes=20)
+    project.land(
+        [
+            _row("e-2", "X", start),
+            _row("e-1", "C", start + timedelta(minutes=6)),
+            _row("e-1", "Z", start + timedelta(minutes=1)),
+            _row("", "X", start),
+            _row("e-3", None, start),
+            _row("e-4", "X", None, event_time_text="half past eight"),
+        ],
+        bad_batch_at,
+    )
+
+    scheduled = project.dbt("build", "--selector", "scheduled")
+    statuses = _statuses(scheduled)
+    assert {name for name, status in statuses.items() if status == "success"} == SCHEDULED_MODELS
+    tests = {name: status for name, status in statuses.items() if name not in SCHEDULED_MODELS}
+    # only the checks of entity_state_current (one row per entity) and the per-batch warnings on recent batches: no
+    # staging column tests over all landed rows, nothing over all closed stays, no audit
+    assert {name for name in tests if "entity_state_current" not in name} == {
+        "assert_current_buckets_are_complete",
+        "batch_share_at_most_entity_state_batches_rows_rejected__max_rejected_share",
+        "batch_share_at_most_entity_state_batches_rows_late__max_late_share",
+    }
+    assert tests["assert_current_buckets_are_complete"] == "pass"
+    assert tests["unique_combination_of_columns_entity_state_current_tenant_id__entity_id"] == "pass"
+
+    # the bad batch warns on both shares; the failing rows are stored for whoever looks at the warning
+    warned = {r.node.name: r for r in scheduled.result if str(r.status) == "warn"}
+    shares = {"rows_rejected": 0.5, "rows_late": round(1 / 6, 4)}
+    assert set(warned) == {
+        f"batch_share_at_most_entity_state_batches_{column}__max_{column[5:]}_share" for column in shares
+    }
+    for column, share in shares.items():
+        result = warned[f"batch_share_at_most_entity_state_batches_{column}__max_{column[5:]}_share"]
+        assert result.failures == 1
+        assert "emitted_window >= '" in result.node.compiled_code  # recent partitions only, never a full scan
+        stored = project.query(f"select batch_ingested_at, rows_landed, share from {result.node.relation_name}")
+        assert [tuple(row.values()) for row in stored] == [(bad_batch_at.replace(tzinfo=None), 6, share)]
+
+    audit = project.dbt("build", "--selector", "audit")
+    statuses = _statuses(audit)
+    assert statuses["int_entity_state_recomputed"] == "success"
+    assert statuses["assert_state_matches_full_recompute"] == "pass"
+    assert statuses["not_null_stg_landing_events_ingested_at"] == "pass"
+    assert (
+        statuses["unique_combination_of_columns_entity_state_segments_tenant_id__entity_id__start_time__state_id"]
+        == "pass"
+    )
+    assert not set(statuses) & (SCHEDULED_MODELS | set(tests)), "audit ran a state model or a scheduled test"
+
+
+def test_source_freshness_passes_on_fresh_landing_and_errors_on_a_stale_one(project):
+    now = _now()
+    stale = now - timedelta(days=10)  # older than error_after (72 hours); the file itself is written now
+    project.land([_row("e-1", "A", stale)], stale)
+    result = project.dbt("source", "freshness", expect_success=False)
+    assert not result.success
+    [stale_result] = [r for r in result.result if r.node.resource_type == "source"]
+    assert str(stale_result.status) == "error"
+    assert stale_result.max_loaded_at.replace(tzinfo=UTC) == stale
+
+    project.land([_row("e-1", "B", now)], now - timedelta(minutes=5))
+    # a file older than the error horizon is never opened: this one is not even Parquet
+    unreadable = project.landing / "zz_unreadable.parquet"
+    unreadable.write_bytes(b"not parquet")
+    os.utime(unreadable, (stale.timestamp(), stale.timestamp()))
+    result = project.dbt("source", "freshness")
+    assert [str(r.status) for r in result.result if r.node.resource_type == "source"] == ["pass"]
+
+
+def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_message(project):
+    for old, new in (
+        ("entity_state_buckets", "entity_state__buckets"),
+        ("entity_state_audit_recompute", "--selector audit"),
+    ):
+        result = project.dbt("run", "--vars", f"{{{old}: 8}}", expect_success=False)
+        assert not result.success
+        assert f"The var '{old}' is set" in str(result.exception) and new in str(result.exception), result.exception
+
+    landed: list[Event] = []
+    arrival = _now() - timedelta(hours=1)
+    project.land_moves(landed, arrival - timedelta(hours=1), arrival, [("e-1", "A", 0), ("e-1", "B", 4)])
+    project.dbt("run")
+    project.execute(f"alter table {project.schema}.entity_state_segments add columns (note string)")
+    project.land_moves(landed, arrival - timedelta(hours=1), arrival + timedelta(minutes=1), [("e-1", "C", 6)])
+
+    result = project.dbt("run", expect_success=False)
+    errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
+    assert set(errors) == {"entity_state_segments"}, errors
+    message = errors["entity_state_segments"]
+    assert "no longer match its model" in message and "Only in the table: note string" in message, message
+    assert "dbt run --full-refresh -s entity_state_segments" in message, message
+
+    # the way out the message gives
+    project.dbt("run", "--full-refresh", "-s", "entity_state_segments")
+    project.dbt("run")
+    assert_matches_reference(project, landed)
