@@ -96,6 +96,7 @@ def dbt_profile_target(spark_home: Path) -> dict[str, Any]:
             f"-Dderby.system.home={spark_home / 'metastore'}",
             "-Duser.timezone=UTC",
             f"-Dlog4j2.configurationFile={PROJECT_DIR / 'profiles' / 'log4j2.properties'}",
+            f"-Dentity_state.spark_log={spark_home / 'logs' / 'spark.log'}",
         )
     )
     return {
