@@ -1,10 +1,11 @@
 """Every command the README shows runs as written.
 
 Each line of the README's ```bash blocks is a command a user may paste. Every one is checked without starting
-Spark: a `make` target must exist (`make -n`, which prints the recipe without running it), an `entity-state` command
-must parse with the CLI's own parser, a `dbt` command must parse with dbt's (its `--help`, after every option the
-line gives, fails on an unknown command or option). The cheap ones also run for real, in a scratch folder:
-`make help`, `--help`, and `entity-state load` of a small file.
+Spark: a `make` target must be one the Makefile defines (read from the Makefile, not with `make -n`, which still runs
+recipe lines that call $(MAKE), such as test-cluster-ci's cluster start), an `entity-state` command must parse with
+the CLI's own parser, a `dbt` command must parse with dbt's (its `--help`, after every option the line gives, fails
+on an unknown command or option). The cheap ones also run for real, in a scratch folder: `make help`, `--help`, and
+`entity-state load` of a small file.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ def test_the_readme_shows_commands():
 def test_a_readme_command_parses(command):
     program, arguments = _program_and_arguments(command)
     if program == "make":
-        checked = subprocess.run(["make", "-n", *arguments], cwd=PROJECT_DIR, capture_output=True, text=True)
-        assert checked.returncode == 0, f"{command}: {checked.stderr}"
+        makefile = (PROJECT_DIR / "Makefile").read_text()
+        targets = [word for word in arguments if not ENVIRONMENT_ASSIGNMENT.match(word) and not word.startswith("-")]
+        for target in targets or ["help"]:
+            assert re.search(rf"^{re.escape(target)}:", makefile, flags=re.MULTILINE), f"{command}: no target {target}"
     elif program == "entity-state":
         build_parser().parse_args(arguments)
     elif program == "dbt":
