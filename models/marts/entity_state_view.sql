@@ -68,10 +68,30 @@ open_stays as (
     from current_stays
 ),
 
-final as (
+all_stays as (
     select * from closed_stays
     union all
     select * from open_stays
+),
+
+-- staleness and duration: the rules live in macros/questions/staleness.sql, shared with the macro as_of
+final as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        is_open,
+        {{ entity_state.stay_is_stale('is_open', 'last_event_ts') }} as is_stale
+    from all_stays
 )
 
-select * from final
+select
+    *,
+    -- a stale open stay counts up to its last event, not to now: nobody knows where the entity went since
+    {{ entity_state.seconds_between('start_time', 'case when is_stale then last_event_ts else end_time end') }}
+        as duration_seconds
+from final
