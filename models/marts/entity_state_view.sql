@@ -75,7 +75,7 @@ all_stays as (
 ),
 
 -- staleness and duration: the rules live in macros/questions/staleness.sql, shared with the macro as_of
-final as (
+with_staleness as (
     select
         tenant_id,
         entity_id,
@@ -87,11 +87,23 @@ final as (
         is_open,
         {{ entity_state.stay_is_stale('is_open', 'last_event_ts') }} as is_stale
     from all_stays
+),
+
+final as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        is_open,
+        is_stale,
+        -- a stale open stay counts up to its last event, not to now: nobody knows where the entity went since
+        {{ entity_state.seconds_between('start_time', 'case when is_stale then last_event_ts else end_time end') }}
+            as duration_seconds
+    from with_staleness
 )
 
-select
-    *,
-    -- a stale open stay counts up to its last event, not to now: nobody knows where the entity went since
-    {{ entity_state.seconds_between('start_time', 'case when is_stale then last_event_ts else end_time end') }}
-        as duration_seconds
-from final
+select * from final
