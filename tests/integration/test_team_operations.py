@@ -56,6 +56,7 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
         "assert_current_buckets_are_complete",
         "batch_share_at_most_entity_state_batches_rows_rejected__max_rejected_share",
         "batch_share_at_most_entity_state_batches_rows_late__max_late_share",
+        "warn_stale_entities_per_tenant",
     }
     assert tests["assert_current_buckets_are_complete"] == "pass"
     assert tests["unique_combination_of_columns_entity_state_current_tenant_id__entity_id"] == "pass"
