@@ -16,7 +16,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time, timedelta
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,48 @@ def recompute(events: Iterable[Event]) -> Recompute:
                 OpenStay(tenant, entity, last[0].state_id, last[0].event_time, max(e.event_time for e in last))
             )
     return result
+
+
+@dataclass(frozen=True)
+class DayInState:
+    seconds_in_state: float
+    stays_started: int
+    stays_ended: int
+    entities_in_state: int
+
+
+def time_in_state_per_day(
+    result: Recompute, now: datetime, stale_after: timedelta | None = None
+) -> dict[tuple[str, str, date], DayInState]:
+    """Per (tenant, state, UTC day): seconds in the state, stays started and ended, distinct entities in it.
+
+    A closed stay counts up to its end_time; an open one up to `now`, or up to its last event when it is stale (its
+    last event more than `stale_after` before now), and never before its start. Each day a stay touches gets the part
+    of the day it covers; an entity counts on a day when its stay spends time in the state then, or starts then.
+    Walks every day of every stay: slow for long stays, and independent of the SQL's running sums.
+    """
+    seconds: dict[tuple, float] = defaultdict(float)
+    started: dict[tuple, int] = defaultdict(int)
+    ended: dict[tuple, int] = defaultdict(int)
+    entities: dict[tuple, set] = defaultdict(set)
+    spans = [(s, s.end_time, True) for s in result.closed]
+    for stay in result.open:
+        is_stale = stale_after is not None and stay.last_event_ts < now - stale_after
+        spans.append((stay, stay.last_event_ts if is_stale else now, False))
+    for stay, until, has_ended in spans:
+        until = max(until, stay.start_time)
+        day = stay.start_time.date()
+        while day <= until.date():
+            key = (stay.tenant_id, stay.state_id, day)
+            midnight = datetime.combine(day, time(), stay.start_time.tzinfo)
+            spent = min(until, midnight + timedelta(days=1)) - max(stay.start_time, midnight)
+            seconds[key] += spent.total_seconds()
+            if day == stay.start_time.date():
+                started[key] += 1
+            if spent > timedelta(0) or day == stay.start_time.date():
+                entities[key].add(stay.entity_id)
+            day += timedelta(days=1)
+        if has_ended:
+            ended[(stay.tenant_id, stay.state_id, until.date())] += 1
+    keys = set(started) | set(ended) | set(entities)
+    return {key: DayInState(seconds[key], started[key], ended[key], len(entities[key])) for key in keys}

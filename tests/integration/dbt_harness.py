@@ -67,13 +67,18 @@ class DbtProject:
         )
         self._batch = 0
         self.events_table: str | None = None
+        self.settings: dict[str, Any] = {}
 
     @property
     def vars(self) -> dict[str, Any]:
-        """The vars every dbt call of this project gets: the table input's, when it is in use."""
+        """The vars every dbt call of this project gets: `settings`, and the table input's when it is in use."""
         if self.events_table is None:
-            return {}
-        return {"entity_state__events_table": self.events_table, "entity_state__events_columns": EVENTS_TABLE_COLUMNS}
+            return dict(self.settings)
+        return {
+            **self.settings,
+            "entity_state__events_table": self.events_table,
+            "entity_state__events_columns": EVENTS_TABLE_COLUMNS,
+        }
 
     def use_events_table(self) -> str:
         """Read the events from a table of the user's own (columns named as in EVENTS_TABLE_COLUMNS) from now on;
@@ -176,6 +181,7 @@ class DbtProject:
             with suppress(RuntimeError):
                 self.execute(f"drop schema if exists {schema} cascade")
         self.events_table = None
+        self.settings = {}
         shutil.rmtree(self.landing, ignore_errors=True)
         self.landing.mkdir(parents=True)
         self._batch = 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from tests.reference import ClosedStay, Event, OpenStay, recompute
+import pytest
+
+from tests.reference import ClosedStay, DayInState, Event, OpenStay, recompute, time_in_state_per_day
 
 from .dbt_harness import DbtProject
 
@@ -86,3 +88,35 @@ def assert_batches_reconcile(project: DbtProject, landed: list[Event]) -> None:
     }
     assert sum(r["rows_applied"] for r in rows) == len(distinct_valid) - len(reference.late)
     assert sum(r["rows_late"] for r in rows) >= len(reference.late)
+
+
+def assert_daily_matches_reference(
+    project: DbtProject, events: list[Event], stale_after: timedelta | None = None
+) -> None:
+    """entity_state_daily equals the reference's time in state per day, at the moment its newest rows were measured:
+    the days a run kept from earlier runs must be what a computation from scratch gives now."""
+    rows = project.query(f"select * from {project.schema}.entity_state_daily")
+    if not rows:
+        assert not recompute(events).open, "entity_state_daily is empty while stays exist"
+        return
+    measured_at = max(_ts(r["measured_at"]) for r in rows)
+    got = {
+        (r["tenant_id"], r["state_id"], r["utc_date"]): DayInState(
+            r["seconds_in_state"], r["stays_started"], r["stays_ended"], r["entities_in_state"]
+        )
+        for r in rows
+    }
+    assert len(got) == len(rows), "entity_state_daily holds a (tenant, state, day) twice"
+    want = time_in_state_per_day(recompute(events), measured_at, stale_after)
+    assert got.keys() == want.keys(), (
+        f"days differ: only in the table {sorted(got.keys() - want.keys())[:5]}, "
+        f"only in the reference {sorted(want.keys() - got.keys())[:5]} (first 5 of each)"
+    )
+    for key, expected in want.items():
+        found = got[key]
+        assert found.seconds_in_state == pytest.approx(expected.seconds_in_state, abs=1e-6), (key, found, expected)
+        assert (found.stays_started, found.stays_ended, found.entities_in_state) == (
+            expected.stays_started,
+            expected.stays_ended,
+            expected.entities_in_state,
+        ), (key, found, expected)

@@ -1,7 +1,8 @@
 """Property test on Spark: random multi-tenant streams, random batch splits and random model-run orders.
 
 After every full `dbt run` the view must equal the independent reference over what has landed so far, and after a
-final catch-up run it must equal the reference over everything. Examples per run: ENTITY_STATE_PROPERTY_EXAMPLES
+final catch-up run it must equal the reference over everything; so must the time in state per day
+(entity_state_daily), with staleness off or on (drawn). Examples per run: ENTITY_STATE_PROPERTY_EXAMPLES
 (default 12; every example runs dbt several times on Spark, about 40 s each here).
 """
 
@@ -17,10 +18,12 @@ from hypothesis import strategies as st
 from tests.reference import Event
 
 from .dbt_harness import failing_statement
-from .state_assertions import assert_batches_reconcile, assert_matches_reference
+from .state_assertions import assert_batches_reconcile, assert_daily_matches_reference, assert_matches_reference
 
 BASE = datetime(2026, 5, 1, tzinfo=UTC)
 EXAMPLES = int(os.environ.get("ENTITY_STATE_PROPERTY_EXAMPLES", "12"))
+# the events are months old, so with staleness on every open stay is stale and counts up to its last event
+STALE_AFTER = timedelta(minutes=5)
 STEPS = ("run", "run", "segments_alone", "current_alone", "current_fails", "segments_watermark_fails", "build")
 
 stream = st.lists(
@@ -43,14 +46,16 @@ stream = st.lists(
     phases=(Phase.explicit, Phase.generate),  # shrinking would rerun Spark hundreds of times
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(raw=stream, steps=st.lists(st.sampled_from(STEPS), min_size=5, max_size=5))
-def test_any_split_and_run_order_equals_the_full_recompute(project, raw, steps):
+@given(raw=stream, steps=st.lists(st.sampled_from(STEPS), min_size=5, max_size=5), stale=st.booleans())
+def test_any_split_and_run_order_equals_the_full_recompute(project, raw, steps, stale):
     project.reset()
-    run_example(project, raw, steps)
+    run_example(project, raw, steps, STALE_AFTER if stale else None)
 
 
-def run_example(project, raw, steps) -> None:
+def run_example(project, raw, steps, stale_after: timedelta | None = None) -> None:
     """Land the drawn events batch by batch, taking the drawn step after each, and compare with the reference."""
+    if stale_after is not None:
+        project.settings = {"entity_state__stale_after": f"{int(stale_after.total_seconds() // 60)} minutes"}
     events = [
         Event(tenant, entity, state, BASE + timedelta(minutes=minute), BASE + timedelta(days=1, minutes=batch))
         for tenant, entity, state, minute, batch in raw
@@ -65,10 +70,12 @@ def run_example(project, raw, steps) -> None:
             project.dbt("run")
             assert_matches_reference(project, landed)
             assert_batches_reconcile(project, landed)
+            assert_daily_matches_reference(project, landed, stale_after)
         elif step == "build":
             project.dbt("build")
             assert_matches_reference(project, landed)
             assert_batches_reconcile(project, landed)
+            assert_daily_matches_reference(project, landed, stale_after)
         elif step == "segments_alone":
             project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
         elif step == "current_alone":
@@ -82,3 +89,4 @@ def run_example(project, raw, steps) -> None:
     project.dbt("run")
     assert_matches_reference(project, events)
     assert_batches_reconcile(project, events)
+    assert_daily_matches_reference(project, events, stale_after)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.reference import Event, recompute
 
-from .state_assertions import _ts
+from .state_assertions import _ts, assert_daily_matches_reference
 
 STALE_AFTER = timedelta(hours=2)
 VARS = json.dumps({"entity_state__stale_after": "2 hours"})
@@ -94,3 +94,54 @@ def test_staleness_duration_and_as_of_match_the_events(project):
     assert got[0] == {}
     assert got[1][("acme", "tied")][0] == "C"  # the zero-length stay in B never holds
     assert got[2][("acme", "went-silent")][0] == "B"  # at the boundary, the new stay holds
+
+
+@pytest.mark.cluster
+def test_daily_recomputes_the_days_a_later_run_changes(project):
+    """entity_state_daily after a second run equals the computation from scratch, where that run changed days
+    before its own: a stale entity that reports again (its silent days now count), an entity first seen with events
+    from days ago, and stays closed days after they started. Staleness on, stays over several midnights."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    days_ago = now - timedelta(days=5)
+    landed: list[Event] = []
+    project.settings = {"entity_state__stale_after": "2 hours"}
+    minutes_per_day = 24 * 60
+    project.land_moves(
+        landed,
+        days_ago,
+        now - timedelta(minutes=10),
+        [
+            ("back-again", "A", 0),
+            ("back-again", "A", minutes_per_day),  # then silent for four days: stale, counted to here
+            ("closes-later", "A", 30),
+            ("closes-later", "A", 4 * minutes_per_day + 60),
+        ],
+    )
+    project.dbt("run")
+    assert_daily_matches_reference(project, landed, STALE_AFTER)
+    before = {
+        (r["state_id"], r["utc_date"]): r for r in project.query(f"select * from {project.schema}.entity_state_daily")
+    }
+
+    project.land_moves(
+        landed,
+        days_ago,
+        now - timedelta(minutes=5),
+        [
+            ("back-again", "A", 5 * minutes_per_day - 20),  # the same stay goes on: its silent days count again
+            ("closes-later", "B", 2 * minutes_per_day),  # an event for a day long past: A closes three days ago
+            ("first-seen", "C", 3 * minutes_per_day + 7),  # a new entity whose first event is two days old
+        ],
+    )
+    project.dbt("run")
+    assert_daily_matches_reference(project, landed, STALE_AFTER)
+    after = {
+        (r["state_id"], r["utc_date"]): r for r in project.query(f"select * from {project.schema}.entity_state_daily")
+    }
+
+    # the second run did change days before its own (without them the comparison above would prove nothing new)
+    def counts(row):
+        return None if row is None else (row["seconds_in_state"], row["stays_started"], row["entities_in_state"])
+
+    old_days = [key for key in after if key[1] < (now - timedelta(days=1)).date()]
+    assert any(counts(before.get(key)) != counts(after[key]) for key in old_days)

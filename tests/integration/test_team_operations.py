@@ -11,7 +11,13 @@ from tests.reference import Event
 from .state_assertions import assert_matches_reference
 
 STATE_MODELS = {"entity_state_segments", "entity_state_current", "entity_state_batches", "events_rejected"}
-SCHEDULED_MODELS = STATE_MODELS | {"stg_landing_events", "stg_events", "entity_state_view", "events_late"}
+SCHEDULED_MODELS = STATE_MODELS | {
+    "stg_landing_events",
+    "stg_events",
+    "entity_state_view",
+    "events_late",
+    "entity_state_daily",
+}
 
 
 def _now() -> datetime:
@@ -50,9 +56,10 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
     statuses = _statuses(scheduled)
     assert {name for name, status in statuses.items() if status == "success"} == SCHEDULED_MODELS
     tests = {name: status for name, status in statuses.items() if name not in SCHEDULED_MODELS}
-    # only the checks of entity_state_current (one row per entity) and the per-batch warnings on recent batches: no
-    # staging column tests over all landed rows, nothing over all closed stays, no audit
-    assert {name for name in tests if "entity_state_current" not in name} == {
+    # only the checks of entity_state_current (one row per entity) and entity_state_daily (one per tenant, state and
+    # day), and the per-batch warnings on recent batches: no staging column tests over all landed rows, nothing over
+    # all closed stays, no audit
+    assert {name for name in tests if "entity_state_current" not in name and "entity_state_daily" not in name} == {
         "assert_current_buckets_are_complete",
         "batch_share_at_most_entity_state_batches_rows_rejected__max_rejected_share",
         "batch_share_at_most_entity_state_batches_rows_late__max_late_share",

@@ -1,0 +1,89 @@
+{#- What a run of entity_state_daily recomputes. Returns {'recompute_from': a 'YYYY-MM-DD' day or none (every day),
+    'watermark': the current table's watermark it is computed for}. Only the days from `recompute_from` on can differ
+    from what the table holds, because since its last run (at `measured_at`, applying events through its recorded
+    watermark) only these moved:
+    - every open stay grew from then on (from `stale_after` earlier when staleness is on: a stay that went stale since
+      counts up to its last event, which is at most that long before then);
+    - the events applied since can only start, close or extend stays at or after the earliest of their event times;
+    - with staleness on, an entity that got events since may have been stale then, counted up to an earlier last
+      event; its open stay's start bounds that.
+    Every day is recomputed on a first run, a full refresh, a changed `entity_state__stale_after`, a table without
+    the watermark (a run stopped before recording it), and when the current table is behind what this table counted. -#}
+{% macro daily_recompute_plan() %}
+    {%- set current_relation = entity_state.state_relation('entity_state_current') -%}
+    {%- set through = entity_state.read_watermark(current_relation) -%}
+    {%- set plan = {'recompute_from': none, 'watermark': through} -%}
+    {%- if not entity_state.has_stored_state() or through is none -%}
+        {{ return(plan) }}
+    {%- endif -%}
+    {%- set properties = {} -%}
+    {%- for row in run_query('show tblproperties ' ~ this).rows -%}
+        {%- do properties.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {%- set counted_through = properties.get(entity_state.watermark_property()) -%}
+    {%- if counted_through is none
+        or counted_through | int > through
+        or properties.get(entity_state._daily_stale_after_property()) != entity_state._daily_stale_after_text() -%}
+        {{ return(plan) }}
+    {%- endif -%}
+    {%- set stale_after = entity_state.stale_after() -%}
+    {%- set query -%}
+        with
+
+        window_events as (
+            {{ entity_state.applicable_events(entity_state.landed_window_predicate(counted_through | int, through)) }}
+        ),
+
+        last_run as (
+            select max(measured_at) {{- " - interval '" ~ stale_after ~ "'" if stale_after }} as counted_until
+            from {{ this }}
+        ),
+
+        window_start as (
+            select min(event_time) as first_event_time
+            from window_events
+        ),
+
+        touched_stays as (
+            {%- if stale_after %}
+            select min(current_stays.start_time) as first_start_time
+            from {{ current_relation }} as current_stays
+            left semi join window_events
+                on current_stays.tenant_id = window_events.tenant_id
+                and current_stays.entity_id = window_events.entity_id
+            {%- else %}
+            select cast(null as timestamp) as first_start_time
+            {%- endif %}
+        )
+
+        select
+            cast(to_date(least(
+                last_run.counted_until, window_start.first_event_time, touched_stays.first_start_time
+            )) as string) as recompute_from,
+            last_run.counted_until is null as has_no_rows
+        from last_run
+        cross join window_start
+        cross join touched_stays
+    {%- endset -%}
+    {%- set row = run_query(query).rows[0] -%}
+    {%- if not row['has_no_rows'] -%}
+        {%- do plan.update({'recompute_from': row['recompute_from']}) -%}
+    {%- endif -%}
+    {{ return(plan) }}
+{% endmacro %}
+
+{% macro _daily_stale_after_property() %}
+    {{ return('entity_state.daily_stale_after') }}
+{% endmacro %}
+
+{% macro _daily_stale_after_text() %}
+    {{ return(entity_state.stale_after() or 'off') }}
+{% endmacro %}
+
+{#- Post-hook of entity_state_daily: records the staleness setting its rows were counted with, so a run with another
+    setting recomputes every day instead of mixing the two. -#}
+{% macro record_daily_stale_after() %}
+    alter table {{ this }} set tblproperties (
+        '{{ entity_state._daily_stale_after_property() }}' = '{{ entity_state._daily_stale_after_text() }}'
+    )
+{% endmacro %}

@@ -1,0 +1,52 @@
+{{
+    config(
+        materialized='state_table',
+        post_hook=[
+            "{{ entity_state.record_watermark() }}",
+            "{{ entity_state.record_daily_stale_after() }}",
+        ],
+    )
+}}
+
+-- depends_on: {{ ref('stg_landing_events') }}
+{#- Time in state per tenant, state and UTC day (macro time_in_state_per_day). A run recomputes the days from
+    `recompute_from` on (macros/questions/daily.sql says why the days before cannot have changed) and keeps the
+    stored rows of the days before. The table is small (one row per tenant, state and day), so it is written whole,
+    aside, and swapped in: a run stopped midway leaves the old table or none, and a rerun repairs both. -#}
+{%- set plan = entity_state.daily_recompute_plan() -%}
+{%- set recompute_from = plan['recompute_from'] -%}
+{%- set from_day = "date'" ~ recompute_from ~ "'" if recompute_from else none -%}
+{{ entity_state.rebuild_marker('written whole every run; recomputed from ' ~ (recompute_from or 'the first day')) }}
+{{ entity_state.watermark_marker(plan['watermark']) }}
+
+with
+
+recomputed as (
+    {{ entity_state.time_in_state_per_day(ref('entity_state_view'), from_day) | indent(4) }}
+),
+{%- if from_day %}
+
+kept as (
+    select
+        tenant_id,
+        state_id,
+        utc_date,
+        seconds_in_state,
+        stays_started,
+        stays_ended,
+        entities_in_state,
+        measured_at
+    from {{ this }}
+    where utc_date < {{ from_day }}
+),
+{%- endif %}
+
+final as (
+    select * from recomputed
+    {%- if from_day %}
+    union all
+    select * from kept
+    {%- endif %}
+)
+
+select * from final
