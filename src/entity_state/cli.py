@@ -1,5 +1,6 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
-`entity-state sql QUERY`, `entity-state demo`, `entity-state cluster up|down|status` and `entity-state clean`."""
+`entity-state sql QUERY`, `entity-state timeline`,
+`entity-state demo`, `entity-state cluster up|down|status` and `entity-state clean`."""
 
 from __future__ import annotations
 
@@ -86,6 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--limit", type=int, default=100, help="rows to show; -1 for all")
     sql.add_argument("--output", choices=["text", "json"], default="text", help="table (text) or JSON")
 
+    timeline = commands.add_parser(
+        "timeline",
+        help="draw the stays of entity_state_view as a PNG: one lane per entity, one bar per stay",
+        description="Draw the stays of entity_state_view as a PNG picture: one lane per entity, one coloured bar "
+        "per stay, the open stay hatched, a stale one marked. Reads the state as `entity-state sql` does (project "
+        "root, ENTITY_STATE_TARGET, ENTITY_STATE_SCHEMA, ENTITY_STATE_HOME).",
+    )
+    timeline.add_argument("--tenant", help="only this tenant's entities (default: every tenant)")
+    timeline.add_argument("--entity", action="append", help="only this entity; repeat for more (default: all)")
+    timeline.add_argument(
+        "--out", type=Path, help="the PNG file to write (default: $ENTITY_STATE_HOME/timeline.png, in .local/)"
+    )
+    timeline.add_argument("--stale-after", help="mark stays silent this long as stale, e.g. '2 hours' (default: off)")
+
     demo = commands.add_parser(
         "demo",
         help="land the shipped demo events batch by batch and run dbt build, in a folder and schema of its own "
@@ -125,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_cluster(args.action)
     if args.command == "sql":
         return run_sql(args.query, args.limit, args.output)
+    if args.command == "timeline":
+        return run_timeline(args.tenant, args.entity, args.out, args.stale_after)
     if args.command == "load":
         progress = not args.quiet and sys.stderr.isatty()
         try:
@@ -194,23 +211,56 @@ def project_root(start: Path) -> Path | None:
     return None
 
 
-def run_sql(query: str, limit: int, output: str) -> int:
-    """`dbt show --inline QUERY` in this process, from the project root, with the project's profiles."""
+def _enter_project(command: str) -> Path | None:
+    """chdir to the project root (the state home and the landing folder default to paths relative to it, as for
+    dbt itself) and return it; None, having said why, when the current folder is not inside the project."""
     root = project_root(Path.cwd().resolve())
     if root is None:
         print(
-            f"entity-state sql: {Path.cwd()} is not inside the entity_state dbt project (no dbt_project.yml of it "
-            "here or in a parent folder): run it from the project folder",
+            f"entity-state {command}: {Path.cwd()} is not inside the entity_state dbt project (no dbt_project.yml "
+            "of it here or in a parent folder): run it from the project folder",
             file=sys.stderr,
         )
-        return 1
-    # The state home and the landing folder default to paths relative to the project root, as for dbt itself.
+        return None
     os.chdir(root)
+    return root
+
+
+def run_sql(query: str, limit: int, output: str) -> int:
+    """`dbt show --inline QUERY` in this process, from the project root, with the project's profiles."""
+    root = _enter_project("sql")
+    if root is None:
+        return 1
     from dbt.cli.main import dbtRunner
 
     arguments = ["show", "--inline", query, "--limit", str(limit), "--output", output, "--quiet"]
     arguments += ["--project-dir", str(root), "--profiles-dir", str(root / "profiles")]
     return 0 if dbtRunner().invoke(arguments).success else 1
+
+
+def run_timeline(tenant: str | None, entities: list[str] | None, out: Path | None, stale_after: str | None) -> int:
+    """Read the stays through dbt in this process and draw them (entity_state.timeline)."""
+    root = _enter_project("timeline")
+    if root is None:
+        return 1
+    os.environ["DBT_PROFILES_DIR"] = str(root / "profiles")
+    import json
+
+    from dbt.cli.main import dbtRunner
+
+    from entity_state.paths import state_home
+    from entity_state.timeline import draw, read_stays
+
+    vars_ = json.dumps({"entity_state__stale_after": stale_after}) if stale_after else None
+    stays = read_stays(dbtRunner(), tenant, entities, vars_)
+    if stays is None:
+        return 1
+    if not stays:
+        print("entity-state timeline: no stays to draw (no entity matches, or nothing has run yet)", file=sys.stderr)
+        return 1
+    path = draw(stays, out or state_home() / "timeline.png")
+    print(f"timeline picture: {path}")
+    return 0
 
 
 def run_cluster(action: str) -> int:

@@ -29,6 +29,8 @@ from entity_state.paths import local_path, nested, state_home
 
 DEMO_EVENTS = Path("data/demo/events.csv")
 DEMO_SCHEMA = "entity_state_demo"
+# the demo's events are from 2026-01-01, so with this setting its open stays show as stale in the picture
+DEMO_STALE_AFTER = "30 minutes"
 MARKER = ".entity_state_demo.json"
 # write_atomically's temporary names (`.<name>.<8 hex>.tmp`), and the marker's own while it is rewritten
 TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}\.tmp$")
@@ -195,6 +197,8 @@ def check_environment(folder: Path) -> str | None:
 def demo_environment(folder: Path) -> Iterator[None]:
     """The demo's landing folder and schema for the dbt calls made inside; the environment as it was afterwards."""
     settings = {"ENTITY_STATE_LANDING_DIR": str(folder), "ENTITY_STATE_SCHEMA": DEMO_SCHEMA}
+    # run outside make (which exports it), dbt would look for ~/.dbt/profiles.yml and stop without a word here
+    settings["DBT_PROFILES_DIR"] = os.environ.get("DBT_PROFILES_DIR") or str(Path("profiles").resolve())
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:
@@ -232,11 +236,12 @@ def _build(demo: DemoFolder, batches: int, tenant: str, entity: str) -> int:
     runner = dbtRunner()
     if not runner.invoke(["run-operation", "drop_schema_for_demo", "--args", f"{{schema: {DEMO_SCHEMA}}}"]).success:
         return 1
+    settings = ["--vars", json.dumps({"entity_state__stale_after": DEMO_STALE_AFTER})]
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=batches)
     for number, part in enumerate(slices(read_events(DEMO_EVENTS), batches), start=1):
         batch = demo.land(part, start + timedelta(minutes=number))
         print(f"\n== batch {number}/{batches}: {batch.rows} events landed in {batch.path.name}; dbt build", flush=True)
-        if not runner.invoke(["build", "--quiet"]).success:
+        if not runner.invoke(["build", "--quiet", *settings]).success:
             print("dbt build failed; see logs/dbt.log")
             return 1
     print(f"\n== timeline of {tenant}/{entity} (entity_state_view)", flush=True)
@@ -245,4 +250,22 @@ def _build(demo: DemoFolder, batches: int, tenant: str, entity: str) -> int:
         "from {{ ref('entity_state_view') }} "
         f"where tenant_id = '{tenant}' and entity_id = '{entity}' order by start_time, is_open"
     )
-    return 0 if runner.invoke(["show", "--inline", query, "--limit", "-1", "--quiet"]).success else 1
+    if not runner.invoke(["show", "--inline", query, "--limit", "-1", "--quiet", *settings]).success:
+        return 1
+    return _draw_timeline(runner, tenant, settings)
+
+
+def _draw_timeline(runner, tenant: str, settings: list[str]) -> int:
+    """The picture of the tenant's entities: written under the state home, its path printed."""
+    from entity_state.timeline import draw, read_stays
+
+    stays = read_stays(runner, tenant, vars_=settings[1])
+    if not stays:
+        print(f"no stays of tenant {tenant} to draw")
+        return 1
+    path = draw(stays, state_home() / "demo" / "timeline.png", title=f"Stays of tenant {tenant} (entity_state_view)")
+    print(
+        f"\n== timeline picture of tenant {tenant}: {path}\n"
+        f"   (open stays hatched; stale after {DEMO_STALE_AFTER} of silence: marked with a cross at the last event)"
+    )
+    return 0

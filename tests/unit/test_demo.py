@@ -7,8 +7,9 @@ runs the real demo).
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import ClassVar
 
 import pyarrow as pa
@@ -21,8 +22,26 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 NOON = datetime(2026, 3, 3, 12, 0, tzinfo=UTC)
 
 
+COLUMNS = ["tenant_id", "entity_id", "state_id", "start_time", "end_time", "last_event_ts", "is_open", "is_stale"]
+MINUTE = timedelta(minutes=1)
+STAYS = SimpleNamespace(
+    column_names=COLUMNS,
+    rows=[  # agate rows: read by column name
+        dict(zip(COLUMNS, ["acme", "e-1", "A", NOON, NOON + 12 * MINUTE, NOON, False, False], strict=True)),
+        dict(
+            zip(
+                COLUMNS,
+                ["acme", "e-1", "B", NOON + 12 * MINUTE, NOON + 900 * MINUTE, NOON + 20 * MINUTE, True, True],
+                strict=True,
+            )
+        ),
+    ],
+)
+
+
 class RecordingDbt:
-    """Stands in for dbtRunner: every call succeeds and is recorded with the environment it saw."""
+    """Stands in for dbtRunner: every call succeeds and is recorded with the environment it saw; a `dbt show`
+    returns two stays of acme/e-1."""
 
     calls: ClassVar[list[tuple[list[str], str | None, str | None]]] = []
 
@@ -30,7 +49,8 @@ class RecordingDbt:
         RecordingDbt.calls.append(
             (args, os.environ.get("ENTITY_STATE_LANDING_DIR"), os.environ.get("ENTITY_STATE_SCHEMA"))
         )
-        return type("Result", (), {"success": True})()
+        shown = SimpleNamespace(results=[SimpleNamespace(agate_table=STAYS)])
+        return SimpleNamespace(success=True, result=shown)
 
 
 @pytest.fixture
@@ -73,11 +93,16 @@ def test_the_demo_lands_in_its_own_folder_and_schema_and_leaves_the_configured_o
         ("build", str(demo), DEMO_SCHEMA),
         ("build", str(demo), DEMO_SCHEMA),
         ("show", str(demo), DEMO_SCHEMA),
+        ("show", str(demo), DEMO_SCHEMA),
     ]
+    assert all("entity_state__stale_after" in " ".join(args) for args, _, _ in RecordingDbt.calls[1:])
+    picture = home.resolve() / "demo" / "timeline.png"
+    assert picture.read_bytes()[:4] == b"\x89PNG"
     assert os.environ["ENTITY_STATE_LANDING_DIR"] == str(landed)
     assert os.environ["ENTITY_STATE_SCHEMA"] == "entity_state"
     out = capsys.readouterr().out
     assert f"ignores ENTITY_STATE_LANDING_DIR={landed} and ENTITY_STATE_SCHEMA=entity_state" in out
+    assert f"timeline picture of tenant acme: {picture}" in out
     # a second run starts from scratch: it deletes the three batches it wrote, and lands three new ones
     first = {path.name for path in demo.iterdir()}
     assert run_demo(3, "acme", "e-1") == 0
