@@ -39,6 +39,8 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 SCHEMA = "entity_state_bench"
 STATE_MODELS = ("entity_state_segments", "entity_state_current")
+# the time-in-state table: its own column, to show what it adds to a run and that it follows the batch
+DAILY_MODEL = "entity_state_daily"
 
 SIZES = {
     # only checks that the harness runs end to end; its figures mean nothing
@@ -366,6 +368,9 @@ class Results:
             )
             if runs[0].models
             else None,
+            "daily_seconds_median": statistics.median(m.models.get(DAILY_MODEL, 0.0) for m in runs)
+            if runs[0].models
+            else None,
             "phases_median": {
                 phase: statistics.median(m.phases.get(phase, 0.0) for m in runs) for phase in runs[0].phases
             },
@@ -423,7 +428,11 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     finally:
         dbt.close()
     smallest, largest = incremental[sizes["histories"][0]], incremental[sizes["histories"][-1]]
-    for key, label in (("seconds_median", ""), ("state_models_seconds_median", " (state models only)")):
+    for key, label in (
+        ("seconds_median", ""),
+        ("state_models_seconds_median", " (state models only)"),
+        ("daily_seconds_median", " (entity_state_daily only)"),
+    ):
         value = largest[key] / smallest[key]
         results.ratio(f"history scaling{label}", value, "<= 1.3", value <= 1.3)
     value = full["seconds_median"] / largest["seconds_median"]
@@ -614,12 +623,15 @@ def machine() -> dict:
 
 
 def print_table(results: Results) -> None:
-    print(f"\n{'what':<78} {'sizes':<30} {'median s':>9} {'events/s':>10} {'state s':>8} {'peak MiB':>9}")
+    print(
+        f"\n{'what':<78} {'sizes':<30} {'median s':>9} {'events/s':>10} {'state s':>8} {'daily s':>8} {'peak MiB':>9}"
+    )
     for row in results.rows:
         rate = f"{row['events_per_second']:,.0f}" if row["events_per_second"] else "-"
         state = f"{row['state_models_seconds_median']:.1f}" if row["state_models_seconds_median"] else "-"
+        daily = f"{row['daily_seconds_median']:.1f}" if row.get("daily_seconds_median") else "-"
         print(
-            f"{row['what']:<78} {row['sizes']:<30} {row['seconds_median']:>9.1f} {rate:>10} {state:>8} "
+            f"{row['what']:<78} {row['sizes']:<30} {row['seconds_median']:>9.1f} {rate:>10} {state:>8} {daily:>8} "
             f"{row['peak_rss_mib']:>9,.0f}"
         )
     print()
@@ -632,15 +644,16 @@ def print_table(results: Results) -> None:
 def markdown(results: Results) -> str:
     """The table and ratios as Markdown, for BENCHMARKS.md."""
     lines = [
-        "| what | sizes | runs | median s | events/s | state models s | peak RSS MiB |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| what | sizes | runs | median s | events/s | state models s | entity_state_daily s | peak RSS MiB |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in results.rows:
         rate = f"{row['events_per_second']:,.0f}" if row["events_per_second"] else "-"
         state = f"{row['state_models_seconds_median']:.1f}" if row["state_models_seconds_median"] else "-"
+        daily = f"{row['daily_seconds_median']:.1f}" if row.get("daily_seconds_median") else "-"
         lines.append(
             f"| {row['what']} | {row['sizes']} | {row['runs']} | {row['seconds_median']:.1f} | {rate} | {state} "
-            f"| {row['peak_rss_mib']:,.0f} |"
+            f"| {daily} | {row['peak_rss_mib']:,.0f} |"
         )
     lines += ["", "| ratio | value | goal | met |", "| --- | ---: | --- | --- |"]
     for name, ratio in results.ratios.items():
