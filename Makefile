@@ -100,12 +100,15 @@ lint: install ## ruff on the Python, sqlfluff on the SQL
 test-unit: install ## Pure-Python tests: the reference and the model of the incremental design
 	$(BIN)/python -m pytest tests/unit
 
+# Each Spark suite ends with its slowest tests, where the time of `make test` goes.
+DURATIONS := --durations=10 --durations-min=5
+
 test-integration: install ## dbt on local Spark, in-process: article splits, run orders, failures, property test
-	$(BIN)/python -m pytest tests/integration
+	$(BIN)/python -m pytest tests/integration $(DURATIONS)
 
 # A pytest process of its own: it starts its own in-process Spark, with its own warehouse and metastore.
 test-adapter: install ## dbt's incremental adapter tests with this project as a package: users' models keep dbt-spark's
-	$(BIN)/python -m pytest tests/adapter
+	$(BIN)/python -m pytest tests/adapter $(DURATIONS)
 
 cluster-up: install ## Start a local Spark master, worker and Thrift Server for the `cluster` target (.local/cluster)
 	$(BIN)/entity-state cluster up
@@ -122,7 +125,7 @@ test-cluster: install ## Integration test sample on the running cluster (start i
 		echo "test-cluster: the local cluster is not up (or its Thrift Server does not answer): run make cluster-up"; \
 		exit 1; }
 	ENTITY_STATE_PROPERTY_EXAMPLES=$${ENTITY_STATE_PROPERTY_EXAMPLES:-3} \
-		$(BIN)/python -m pytest tests/integration -m cluster --target cluster
+		$(BIN)/python -m pytest tests/integration -m cluster --target cluster $(DURATIONS)
 
 # The cluster processes run in sessions of their own, so an interrupted make would leave them running: the trap
 # stops them on every exit. A cluster that was already up is used and left up.

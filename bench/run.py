@@ -73,6 +73,8 @@ SIZES = {
         "skew_events": 100_000,
         "history_files": 2_000,
         "file_events": 20,
+        "daily_histories": [100_000, 400_000],
+        "daily_tick_seconds": 10,
     },
     "full": {
         "entities": 200_000,
@@ -89,9 +91,11 @@ SIZES = {
         "skew_events": 1_000_000,
         "history_files": 10_000,
         "file_events": 20,
+        "daily_histories": [1_000_000, 5_000_000],
+        "daily_tick_seconds": 1,
     },
 }
-SECTIONS = ("history", "fixed", "skew", "files")
+SECTIONS = ("history", "fixed", "skew", "files", "daily")
 # realistic noise in every stream: 1% exact duplicates, 10% of rows out of order within their batch
 NOISE = {"duplicate_share": 0.01, "disorder": 0.1}
 
@@ -442,6 +446,52 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     return workspace
 
 
+def daily_scaling(results: Results, sizes: dict, out: Path) -> None:
+    """entity_state_daily's time per run against the history, on a stream whose events span weeks (the other
+    sections' stream packs 5M events into one day, where every run recomputes every day there is)."""
+    workspace = Workspace(out, "daily")
+    tick = timedelta(seconds=sizes["daily_tick_seconds"])
+    stream = EventStream(StreamConfig(entities=sizes["entities"], tick=tick, **NOISE))
+    dbt = InProcessDbt(workspace)
+    landed, rows = 0, {}
+    try:
+        for history in sizes["daily_histories"]:
+            while landed < history:
+                landed += workspace.land(stream, min(sizes["history_file"], history - landed), "history")
+            print(
+                f"history {landed:,} events over {landed * tick / timedelta(days=1):.0f} days: one dbt run", flush=True
+            )
+            dbt.invoke("run")
+            runs, recomputed = [], []
+            for _ in range(sizes["reps"]):
+                landed += workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
+                runs.append(dbt.invoke("run"))
+                recomputed.append(_daily_recomputed_from(workspace))
+            days = history * tick / timedelta(days=1)
+            rows[history] = results.add(
+                "daily",
+                f"incremental {sizes['batch']:,}-event batch on {history:,}-event history spanning {days:.0f} days",
+                runs,
+                sizes["batch"],
+                f"batch spans {sizes['batch'] * tick / timedelta(hours=1):.0f} h",
+            )
+            results.checks[f"entity_state_daily recomputed from, {history:,}-event history"] = ", ".join(recomputed)
+    finally:
+        dbt.close()
+    smallest, largest = rows[sizes["daily_histories"][0]], rows[sizes["daily_histories"][-1]]
+    value = largest["daily_seconds_median"] / smallest["daily_seconds_median"]
+    results.ratio("entity_state_daily: history scaling", value, "<= 1.3", value <= 1.3)
+
+
+def _daily_recomputed_from(workspace: Workspace) -> str:
+    """The first day the last run's entity_state_daily recomputed, from the marker in its compiled SQL."""
+    compiled = (
+        workspace.home / "target" / "compiled" / "entity_state" / "models" / "questions" / "entity_state_daily.sql"
+    )
+    found = re.search(r"recomputed from (\S+) \*/", compiled.read_text())
+    return found.group(1) if found else "?"
+
+
 def clickhouse(results: Results, sizes: dict, workspace: Workspace) -> None:
     """Row 3: the same files, in the same order, through the write-up's views in chDB, one block per insert."""
     plan = workspace.home / "chdb_plan.json"
@@ -769,6 +819,9 @@ def main() -> int:
         save()
     if "files" in sections:
         landing_history(results, sizes, out)
+        save()
+    if "daily" in sections:
+        daily_scaling(results, sizes, out)
         save()
     print_table(results)
     if "history" in sections:  # the chart plots that section's rows
