@@ -4,6 +4,8 @@
 is started once by a warm-up, so a timed `dbt run` costs what a scheduler keeping dbt alive would pay: parse, hooks,
 metadata queries and the models, but no JVM start.
 
+`serve` also runs the benchmark's baseline job (bench/bare_incremental.py) in that session, on request.
+
 `bare`: a fresh SparkSession with the profile's settings that replays SQL statements dbt ran, to separate the cost
 of the queries from the cost of dbt around them.
 """
@@ -30,6 +32,16 @@ def serve() -> None:
         command = json.loads(line)
         if command["cmd"] == "quit":
             break
+        if command["cmd"] == "bare_incremental":
+            # the baseline job (bench/bare_incremental.py), in the session dbt opened
+            from pyspark.sql import SparkSession
+
+            sys.path.insert(0, str(PROJECT_DIR / "bench"))
+            from bare_incremental import apply
+
+            outcome = apply(SparkSession.builder.getOrCreate(), command["files"], Path(command["state"]))
+            answers.write(json.dumps({"success": True, **outcome}) + "\n")
+            continue
         if command["cmd"] == "sql":
             # statements of the harness itself (not timed), in the session dbt opened
             from pyspark.sql import SparkSession

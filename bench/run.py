@@ -58,6 +58,8 @@ SIZES = {
         "skew_events": 1_000,
         "history_files": 50,
         "file_events": 20,
+        "daily_histories": [2_000, 4_000],
+        "daily_tick_seconds": 60,
     },
     "quick": {
         "entities": 20_000,
@@ -106,6 +108,7 @@ class Measurement:
     peak_rss: int
     phases: dict[str, float] = field(default_factory=dict)
     models: dict[str, float] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
 
 
 class TreeMemory:
@@ -223,6 +226,18 @@ class InProcessDbt:
         if not answer or not answer["success"]:
             raise RuntimeError(f"dbt {' '.join(args)} failed: {answer and answer['error']}; see {logs}")
         return _measurement(answer["seconds"], memory.peak, logs, self.workspace, False, starts_spark)
+
+    def bare_incremental(self, files: list[str], state: str = "bare") -> Measurement:
+        """The baseline job (bench/bare_incremental.py) on `files`, in this worker's Spark session, with its own
+        state in the workspace folder `state`."""
+        request = {"cmd": "bare_incremental", "files": files, "state": str(self.workspace.home / state)}
+        with TreeMemory(self.process.pid) as memory:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            answer = json.loads(self.process.stdout.readline() or "null")
+        if not answer or not answer["success"]:
+            raise RuntimeError(f"the baseline job failed; see {self.workspace.home / 'worker.log'}")
+        return Measurement(answer["seconds"], memory.peak, written={"current rows": answer["current_rows_written"]})
 
     def sql(self, statements: list[str]) -> None:
         """Set-up statements in the worker's Spark session, outside any timed run."""
@@ -393,7 +408,16 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     workspace = Workspace(out, "history")
     stream = EventStream(StreamConfig(entities=sizes["entities"], **NOISE))
     dbt = InProcessDbt(workspace)
-    landed, incremental = 0, {}
+    landed, incremental, bare = 0, {}, {}
+    applied = 0  # files the baseline job has applied
+
+    def baseline() -> Measurement:
+        """The baseline job on the files landed since its last call (the files dbt's last run read)."""
+        nonlocal applied
+        files = [landed_file["path"] for landed_file in workspace.files[applied:]]
+        applied = len(workspace.files)
+        return dbt.bare_incremental(files)
+
     try:
         for history in sizes["histories"]:
             history_before = landed
@@ -405,32 +429,48 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
             results.add(
                 "build", f"dbt run over {new_events:,} new events (history now {landed:,})", [build], new_events, ""
             )
-            runs = []
+            baseline()
+            runs, bare_runs = [], []
             for _ in range(sizes["reps"]):
                 landed += workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
                 runs.append(dbt.invoke("run"))
-            incremental[history] = results.add(
-                "history",
-                f"incremental {sizes['batch']:,}-event batch on {history:,}-event history",
-                runs,
-                sizes["batch"],
-                f"{sizes['batch_entities']:,} entities touched of {sizes['entities']:,}",
-            )
-        small = []
+                bare_runs.append(baseline())
+            shape = f"{sizes['batch_entities']:,} entities touched of {sizes['entities']:,}"
+            label = f"incremental {sizes['batch']:,}-event batch on {history:,}-event history"
+            incremental[history] = results.add("history", label, runs, sizes["batch"], shape)
+            bare[history] = results.add("bare", f"bare PySpark: {label}", bare_runs, sizes["batch"], shape)
+        small, bare_small = [], []
         for _ in range(sizes["reps"]):
             landed += workspace.land(stream, sizes["small_batch"], "small", sizes["small_batch"])
             small.append(dbt.invoke("run"))
-        results.add(
-            "versus",
-            f"spark incremental {sizes['small_batch']:,}-event batch on {history:,}-event history",
-            small,
-            sizes["small_batch"],
-            "",
-        )
+            bare_small.append(baseline())
+        label = f"incremental {sizes['small_batch']:,}-event batch on {history:,}-event history"
+        small_row = results.add("versus", f"spark {label}", small, sizes["small_batch"], "")
+        bare_small_row = results.add("bare", f"bare PySpark: {label}", bare_small, sizes["small_batch"], "")
         refresh = [dbt.invoke("run", "--full-refresh") for _ in range(sizes["refresh_reps"])]
         full = results.add("refresh", f"dbt run --full-refresh over {landed:,} events", refresh, landed, "")
+        everything = [landed_file["path"] for landed_file in workspace.files]
+        bare_full = results.add(
+            "bare",
+            f"bare PySpark: every stay recomputed from {landed:,} events",
+            [dbt.bare_incremental(everything, f"bare_full_{rep}") for rep in range(sizes["refresh_reps"])],
+            landed,
+            "",
+        )
     finally:
         dbt.close()
+    for history, row in incremental.items():
+        value = row["seconds_median"] / bare[history]["seconds_median"]
+        results.ratio(f"dbt / bare PySpark, {sizes['batch']:,}-event batch on {history:,}", value, "<= 2", value <= 2)
+    value = small_row["seconds_median"] - bare_small_row["seconds_median"]
+    results.ratio(f"dbt - bare PySpark, {sizes['small_batch']:,}-event batch (seconds)", value, "<= 3", value <= 3)
+    value = bare_full["events_per_second"] / full["events_per_second"]
+    results.ratio("bare PySpark / full refresh, events per second", value, "<= 1.5", value <= 1.5)
+    # the baseline does the same work: its closed stays are dbt's, from the full recompute and from batch to batch
+    expected = _sorted(_spark_closed_stays(workspace))
+    for check, folder in (("recomputed", "bare_full_0"), ("incremental", "bare")):
+        found = _sorted(_spark_closed_stays(workspace, workspace.home / folder / "segments"))
+        results.checks[f"closed stays identical: dbt and bare PySpark ({check})"] = found.equals(expected)
     smallest, largest = incremental[sizes["histories"][0]], incremental[sizes["histories"][-1]]
     for key, label in (
         ("seconds_median", ""),
@@ -530,8 +570,9 @@ def clickhouse(results: Results, sizes: dict, workspace: Workspace) -> None:
     print(f"  same closed stays in spark and chDB: {results.checks['closed stays identical']}", flush=True)
 
 
-def _spark_closed_stays(workspace: Workspace) -> pa.Table:
-    folder = workspace.home / "warehouse" / f"{SCHEMA}.db" / "entity_state_segments"
+def _spark_closed_stays(workspace: Workspace, folder: Path | None = None) -> pa.Table:
+    """The closed stays dbt wrote (or those in `folder`, the baseline job's), for comparisons."""
+    folder = folder or workspace.home / "warehouse" / f"{SCHEMA}.db" / "entity_state_segments"
     table = ds.dataset(folder, format="parquet", partitioning="hive").to_table(
         columns=["tenant_id", "entity_id", "state_id", "next_state_id", "start_time", "end_time"]
     )
