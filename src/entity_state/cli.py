@@ -240,6 +240,13 @@ def run_sql(query: str, limit: int, output: str) -> int:
 
 def run_timeline(tenant: str | None, entities: list[str] | None, out: Path | None, stale_after: str | None) -> int:
     """Read the stays through dbt in this process and draw them (entity_state.timeline)."""
+    from entity_state.timeline import draw, read_stays, why_not_write
+
+    out = out.resolve() if out else None  # against the folder the user is in, before moving to the project root
+    refusal = why_not_write(out) if out else None
+    if refusal:
+        print(f"entity-state timeline: {refusal}", file=sys.stderr)
+        return 2
     root = _enter_project("timeline")
     if root is None:
         return 1
@@ -249,7 +256,6 @@ def run_timeline(tenant: str | None, entities: list[str] | None, out: Path | Non
     from dbt.cli.main import dbtRunner
 
     from entity_state.paths import state_home
-    from entity_state.timeline import draw, read_stays
 
     vars_ = json.dumps({"entity_state__stale_after": stale_after}) if stale_after else None
     stays = read_stays(dbtRunner(), tenant, entities, vars_)

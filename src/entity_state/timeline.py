@@ -52,6 +52,22 @@ def lanes(stays: list[Stay]) -> list[tuple[str, str]]:
     return sorted(first, key=lambda key: (key[0], first[key], key[1]))
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def why_not_write(path: Path) -> str | None:
+    """None when the picture may be written to `path`; else why not. Only a picture may be replaced, and nothing is
+    written into the landing folder: a file there is landed data."""
+    from entity_state.paths import local_landing_dir
+
+    landing = local_landing_dir()
+    if landing is not None and path.resolve().is_relative_to(landing):
+        return f"{path} lies in the landing folder {landing}, which holds landed data only; choose another --out"
+    if path.exists() and (not path.is_file() or path.open("rb").read(len(PNG_SIGNATURE)) != PNG_SIGNATURE):
+        return f"{path} exists and is not a PNG picture; it is left as it is: choose another --out"
+    return None
+
+
 def draw(stays: list[Stay], path: Path, title: str = "Stays per entity (entity_state_view)") -> Path:
     """Write the picture of `stays` as a PNG to `path` (its folder is created) and return the path."""
     if not stays:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from entity_state.cli import main
 from entity_state.timeline import Stay, draw, lanes
 
 T0 = datetime(2026, 1, 1, 9, tzinfo=UTC)
@@ -43,3 +44,21 @@ def test_draw_refuses_nothing(tmp_path):
     with pytest.raises(ValueError, match="no stays to draw"):
         draw([], tmp_path / "empty.png")
     assert not (tmp_path / "empty.png").exists()
+
+
+def test_timeline_never_writes_over_a_file_that_is_not_a_picture_or_into_the_landing_folder(
+    tmp_path, monkeypatch, capsys
+):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    landed = landing / "batch_1.parquet"
+    landed.write_bytes(b"landed data")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    monkeypatch.setenv("ENTITY_STATE_LANDING_DIR", str(landing))
+    assert main(["timeline", "--out", str(notes)]) == 2
+    assert "is not a PNG picture" in capsys.readouterr().err
+    assert main(["timeline", "--out", str(landing / "picture.png")]) == 2
+    assert "lies in the landing folder" in capsys.readouterr().err
+    assert notes.read_text() == "mine" and landed.read_bytes() == b"landed data"
+    assert sorted(path.name for path in landing.iterdir()) == ["batch_1.parquet"]
