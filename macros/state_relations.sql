@@ -59,7 +59,7 @@
 {% endmacro %}
 
 {#- The write of the strategy `insert_new_partition`: the model's rows go into one partition, named by the model
-    with write_partition_marker, that no earlier write has used. Why not a dynamic partition overwrite: that lists
+    in its write plan (write_plan), that no earlier write has used. Why not a dynamic partition overwrite: that lists
     every partition of the table from the metastore on each write, so a table that gains a partition per run slows
     every run down as its history grows; a write to a fully named partition looks up that partition only. Why a
     partition of its own: such a write commits through the `_temporary` folder at the table's root, and its commit
@@ -74,18 +74,18 @@
             ~ " exactly one partition_by column (got " ~ (partition_columns | join(', ') or 'none') ~ ")"
         ) }}
     {%- endif -%}
-    {%- set found = modules.re.search("entity_state\\.write_partition='([0-9A-Za-z_]+)'", compiled_code or '') -%}
-    {%- if found is none -%}
+    {%- set partition = entity_state.read_write_plan(compiled_code).get('partition') -%}
+    {%- if partition is none -%}
         {{ exceptions.raise_compiler_error(
             "incremental_strategy 'insert_new_partition' needs the partition to write: render "
-            ~ "entity_state.write_partition_marker(value) in the model of " ~ target_relation
+            ~ "entity_state.write_plan(partition=value) in the model of " ~ target_relation
             ~ ", with the value it gives its partition column"
         ) }}
     {%- endif -%}
     {%- set partition_column = partition_columns[0] -%}
     {%- set dest_columns = adapter.get_columns_in_relation(target_relation)
         | rejectattr('name', 'equalto', partition_column) | list -%}
-    insert into table {{ target_relation }} partition ({{ partition_column }} = '{{ found.group(1) }}')
+    insert into table {{ target_relation }} partition ({{ partition_column }} = '{{ partition }}')
     select {{ dest_columns | map(attribute='quoted') | join(', ') }} from {{ source_relation }}
 {% endmacro %}
 
@@ -130,10 +130,4 @@
         ) -%}
     {%- endif -%}
     {{ return(lost_buckets | length > 0) }}
-{% endmacro %}
-
-{#- Renders the marker that makes this project's incremental materialization rebuild a table (build aside and
-    swap, as a full refresh does) instead of writing to it. -#}
-{% macro rebuild_marker(reason) %}
-    /* entity_state.rebuild_table: {{ reason }} */
 {% endmacro %}

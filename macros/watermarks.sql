@@ -21,24 +21,17 @@
     {{ return(none) }}
 {% endmacro %}
 
-{#- Renders the marker that `record_watermark` reads back from the compiled SQL, so the watermark recorded after
-    the write is exactly the one the write was computed for, even if new files land in between. -#}
-{% macro watermark_marker(watermark_micros) %}
-    {%- if watermark_micros is not none -%}
-        /* entity_state.next_watermark_micros={{ watermark_micros | int }} */
-    {%- endif -%}
-{% endmacro %}
-
-{#- Post-hook of the two state models: records the watermark the model's compiled SQL was built for. -#}
+{#- Post-hook of the state models: records the watermark of the model's write plan, the one its rows were computed
+    for. -#}
 {% macro record_watermark() %}
     {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set found = modules.re.search('entity_state\\.next_watermark_micros=(\\d+)', model.compiled_code or '') -%}
-    {%- if found is none -%}
+    {%- set watermark = entity_state.read_write_plan(model.compiled_code).get('watermark') -%}
+    {%- if watermark is none -%}
         {{ return('') }}
     {%- endif -%}
-    {{ return(adapter.dispatch('record_watermark', 'entity_state')(this, found.group(1) | int)) }}
+    {{ return(adapter.dispatch('record_watermark', 'entity_state')(this, watermark)) }}
 {% endmacro %}
 
 {% macro spark__record_watermark(relation, watermark_micros) %}
@@ -137,12 +130,6 @@
     {{ return('%020d' % (micros | int) if micros is not none else 'none') }}
 {% endmacro %}
 
-{#- Renders the marker from which insert_new_partition_sql reads the partition a model writes; the model gives its
-    partition column the same value. -#}
-{% macro write_partition_marker(value) %}
-    /* entity_state.write_partition='{{ value }}' */
-{% endmacro %}
-
 {% macro micros_to_timestamp(micros) %}
     {%- if micros is none -%}
         {{ exceptions.raise_compiler_error('micros_to_timestamp needs a number of microseconds, got none') }}
@@ -155,7 +142,7 @@
     with nothing new) is rendered as a literal false: Spark then prunes the scan of the landing files, which the
     range on the coalesced ingested_at cannot do, and the plan collapses to an empty relation. -#}
 {% macro window_predicate(column, low, high) %}
-    {%- if high is none or (low is not none and high | int <= low | int) -%}
+    {%- if entity_state.is_window_empty(low, high) -%}
         false
     {%- elif low is none -%}
         {{ column }} <= {{ entity_state.micros_to_timestamp(high) }}
@@ -163,6 +150,12 @@
         {{ column }} > {{ entity_state.micros_to_timestamp(low) }}
         and {{ column }} <= {{ entity_state.micros_to_timestamp(high) }}
     {%- endif -%}
+{% endmacro %}
+
+{#- True when the window (low, high] holds no arrival: nothing has landed or may be processed (high none), or
+    nothing since low. -#}
+{% macro is_window_empty(low, high) %}
+    {{ return(high is none or (low is not none and high | int <= low | int)) }}
 {% endmacro %}
 
 {#- Partition filter for a table written one partition per window: only the partitions of windows that ended

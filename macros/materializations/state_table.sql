@@ -10,9 +10,10 @@
     the next run rebuilds it from the landed history. The aside name is unique per invocation because a build killed
     midway leaves files in its folder, which would block a table of the same name: so a first run killed while it
     builds is repaired by a plain rerun too. It also accepts the strategy `insert_new_partition` (see
-    macros/state_relations.sql), rebuilds a table as a full refresh does when the model's SQL carries
-    rebuild_marker, and words on_schema_change='fail' for state tables (fail_on_state_schema_change). Keep the rest
-    in step with dbt-spark when upgrading it. -#}
+    macros/state_relations.sql), follows the model's write plan (write_plan: a table is rebuilt as a full refresh
+    does when the plan says `rebuild`, and nothing is written to an existing table when it says
+    `is_window_empty`), and words on_schema_change='fail' for state tables (fail_on_state_schema_change). Keep the
+    rest in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -36,6 +37,7 @@
   {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
   {%- set target_relation = this -%}
   {%- set existing_relation = load_relation(this) -%}
+  {%- set plan = entity_state.read_write_plan(compiled_code) -%}
   {% set tmp_relation = this.incorporate(path = {"identifier": this.identifier ~ '__dbt_tmp'}) -%}
 
   {#-- for SQL model we will create temp view that doesn't have database and schema --#}
@@ -73,7 +75,7 @@
       {{ create_table_as(False, target_relation, compiled_code, language) }}
     {%- endcall -%}
     {% do persist_constraints(target_relation, model) %}
-  {%- elif should_full_refresh() or 'entity_state.rebuild_table' in compiled_code -%}
+  {%- elif should_full_refresh() or plan.get('rebuild') is not none -%}
     {#-- entity_state: build the new table aside, then swap it in (see the comment at the top) --#}
     {%- set backup_relation = this.incorporate(path={"identifier": this.identifier ~ '__backup'}, type='table') -%}
     {%- set stale_backup = load_relation(backup_relation) -%}
@@ -87,6 +89,10 @@
     {% do adapter.rename_relation(rebuild_relation, target_relation) %}
     {% do adapter.drop_relation(backup_relation) %}
     {% do persist_constraints(target_relation, model) %}
+  {%- elif plan.get('is_window_empty') -%}
+    {#-- entity_state: nothing new in the window, so no write: an empty statement would still plan the model's
+         query twice and add an empty partition --#}
+    {% do store_raw_result('main', message='SKIP (nothing new in the window)', code='SKIP', rows_affected=0) %}
   {%- else -%}
     {#-- Relation must be merged --#}
     {%- call statement('create_tmp_relation', language=language) -%}

@@ -27,8 +27,11 @@
 {%- set known_watermarks = [counted_through, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
 {%- set emitted_window = entity_state.window_partition_value(next_watermark) -%}
-{{ entity_state.watermark_marker(next_watermark) }}
-{{ entity_state.write_partition_marker(emitted_window) }}
+{{ entity_state.write_plan(
+    watermark=next_watermark,
+    partition=emitted_window,
+    is_window_empty=entity_state.is_window_empty(counted_through, high),
+) }}
 
 with
 

@@ -19,7 +19,6 @@
 {%- set lost_buckets = entity_state.lost_current_buckets(this) if entity_state.has_stored_state() else [] -%}
 {%- set incremental = entity_state.has_stored_state() and not lost_buckets -%}
 {%- if lost_buckets %}
-{{ entity_state.rebuild_marker('buckets ' ~ lost_buckets | join(', ') ~ ' lost rows') }}
 {%- do log(
     this ~ ': the rows of buckets ' ~ lost_buckets | join(', ') ~ ' are gone (a run was killed while Spark replaced '
     ~ 'them); rebuilding the table from the landed events', info=true
@@ -38,7 +37,11 @@
 {%- else -%}
     {%- set high = [segments_through, counted_through] | min -%}
 {%- endif -%}
-{{ entity_state.watermark_marker(high) }}
+{{ entity_state.write_plan(
+    watermark=high,
+    rebuild='buckets ' ~ lost_buckets | join(', ') ~ ' lost rows' if lost_buckets else none,
+    is_window_empty=incremental and entity_state.is_window_empty(low, high),
+) }}
 
 with
 

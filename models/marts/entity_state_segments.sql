@@ -27,8 +27,13 @@
 {%- set emitted_after = 'closed_ingested_at > ' ~ entity_state.micros_to_timestamp(emitted_through)
     if emitted_through is not none else 'true' -%}
 {%- set emitted_window = entity_state.window_partition_value(next_watermark) -%}
-{{ entity_state.watermark_marker(next_watermark) }}
-{{ entity_state.write_partition_marker(emitted_window) }}
+{#- every stay the window can close arrived at or before `high`: past what is emitted, nothing is left to write -#}
+{%- set emitted_or_seeded = [low, emitted_through] | reject('none') | list -%}
+{{ entity_state.write_plan(
+    watermark=next_watermark,
+    partition=emitted_window,
+    is_window_empty=entity_state.is_window_empty(emitted_or_seeded | max if emitted_or_seeded else none, high),
+) }}
 
 with
 

@@ -16,8 +16,10 @@
 {%- set plan = entity_state.daily_recompute_plan() -%}
 {%- set recompute_from = plan['recompute_from'] -%}
 {%- set from_day = "date'" ~ recompute_from ~ "'" if recompute_from else none -%}
-{{ entity_state.rebuild_marker('written whole every run; recomputed from ' ~ (recompute_from or 'the first day')) }}
-{{ entity_state.watermark_marker(plan['watermark']) }}
+{{ entity_state.write_plan(
+    watermark=plan['watermark'],
+    rebuild='written whole every run; recomputed from ' ~ (recompute_from or 'the first day'),
+) }}
 
 with
 

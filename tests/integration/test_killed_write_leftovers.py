@@ -9,6 +9,7 @@ it in without any reader seeing it.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from datetime import UTC, datetime, timedelta
@@ -30,7 +31,7 @@ def _partition_a_run_would_write(project) -> str:
     """The partition a run of the current window writes, as a run killed now would have named it."""
     result = project.dbt("compile", "-s", "entity_state_segments")
     compiled = result.result.results[0].node.compiled_code
-    return re.search(r"entity_state\.write_partition='([^']+)'", compiled).group(1)
+    return json.loads(re.search(r"/\* entity_state\.write_plan=(\{.*?\}) \*/", compiled).group(1))["partition"]
 
 
 def test_task_output_left_by_a_killed_write_is_never_read(project):

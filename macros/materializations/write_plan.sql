@@ -1,0 +1,30 @@
+{#- A state model's write plan: what the model decided while it compiled, for the state_table materialization and
+    the post-hook to act on after it. It is the only thing that travels from a model to its materialization through
+    the compiled SQL, as one comment holding JSON; this file writes it and reads it back, nothing else does.
+    Keys (each may be left out):
+    - `watermark`: the watermark (epoch microseconds) the model's rows are computed for; record_watermark sets it
+      after the write, so it is exactly the one the write used even if new files land in between.
+    - `partition`: the partition a model written with `insert_new_partition` adds (see insert_new_partition_sql).
+    - `rebuild`: why the table is built aside and swapped in, as a full refresh does, instead of written to.
+    - `is_window_empty`: true when the model's window holds nothing new; the materialization then writes nothing
+      (no statement, no empty partition) and only the post-hooks run. -#}
+{% macro write_plan(watermark=none, partition=none, rebuild=none, is_window_empty=false) %}
+    {%- set plan = {} -%}
+    {%- if watermark is not none -%}{%- do plan.update({'watermark': watermark | int}) -%}{%- endif -%}
+    {%- if partition is not none -%}{%- do plan.update({'partition': partition}) -%}{%- endif -%}
+    {%- if rebuild is not none -%}{%- do plan.update({'rebuild': rebuild}) -%}{%- endif -%}
+    {%- if is_window_empty -%}{%- do plan.update({'is_window_empty': true}) -%}{%- endif -%}
+    {%- set text = tojson(plan, sort_keys=true) -%}
+    {%- if '*/' in text -%}
+        {{ exceptions.raise_compiler_error(
+            "write_plan: the plan of " ~ this ~ " contains '*/', which would end its SQL comment: " ~ text
+        ) }}
+    {%- endif -%}
+    /* entity_state.write_plan={{ text }} */
+{% endmacro %}
+
+{#- The write plan in a model's compiled SQL, as a dict (empty when the model renders none). -#}
+{% macro read_write_plan(compiled_code) %}
+    {%- set found = modules.re.search('/\\* entity_state\\.write_plan=(\\{.*?\\}) \\*/', compiled_code or '') -%}
+    {{ return(fromjson(found.group(1)) if found else {}) }}
+{% endmacro %}
