@@ -1,0 +1,69 @@
+"""What a run with nothing to change leaves alone: the views whose definition is unchanged (`kept_view`) and the state
+tables whose window is empty (the write plan's `is_window_empty`), and what it still replaces."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from tests.reference import Event
+
+from .state_assertions import assert_matches_reference
+
+T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
+ARRIVAL = datetime(2026, 6, 2, tzinfo=UTC)
+PARTITIONED = ("entity_state_segments", "events_rejected", "entity_state_batches")
+
+
+def _definitions(project) -> dict[str, str | None]:
+    """Each view of the schema with the definition digest it was created with, read as dbt reads it."""
+    rows = project.query(f"show table extended in {project.schema} like '*'")
+    found = {}
+    for row in rows:
+        if "Type: VIEW" in row["information"]:
+            digest = re.search(r"entity_state\.view_definition_md5=([0-9a-f]{32})", row["information"])
+            found[row["tableName"]] = digest.group(1) if digest else None
+    return found
+
+
+def _created(project, view: str) -> str:
+    rows = project.query(f"describe table extended {project.schema}.{view}")
+    return next(row["data_type"] for row in rows if row["col_name"] == "Created Time")
+
+
+def _partitions(project) -> dict[str, int]:
+    return {table: len(project.query(f"show partitions {project.schema}.{table}")) for table in PARTITIONED}
+
+
+def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_changed_view_is_replaced(project):
+    landed: list[Event] = []
+    project.land_moves(landed, T0, ARRIVAL, [("e-1", "A", 0), ("e-1", "B", 5), ("e-2", "X", 1)])
+    project.dbt("run")
+    definitions, partitions = _definitions(project), _partitions(project)
+    assert definitions and None not in definitions.values(), definitions
+    created = {view: _created(project, view) for view in definitions}
+
+    project.dbt("run")
+
+    assert _definitions(project) == definitions
+    assert {view: _created(project, view) for view in definitions} == created, "an unchanged view was recreated"
+    assert _partitions(project) == partitions, "a run with nothing new added a partition"
+    assert_matches_reference(project, landed)
+
+    # a var that changes entity_state_view's SQL replaces that view, and only the views whose SQL it changes
+    project.settings = {"entity_state__stale_after": "2 hours"}
+    project.dbt("run")
+
+    changed = {view for view, digest in _definitions(project).items() if digest != definitions[view]}
+    assert "entity_state_view" in changed
+    assert "stg_events" not in changed
+    assert _created(project, "stg_events") == created["stg_events"]
+    stale = project.query(f"select count(*) as n from {project.schema}.entity_state_view where is_stale")
+    assert stale[0]["n"] == 2, "the replaced view does not count the silent entities as stale"
+
+    # a new batch is written as before; --full-refresh replaces every view
+    project.land_moves(landed, T0, ARRIVAL.replace(hour=1), [("e-1", "C", 9)])
+    project.dbt("run", "--full-refresh")
+
+    assert all(_created(project, view) != created[view] for view in definitions)
+    assert_matches_reference(project, landed)
