@@ -1,9 +1,10 @@
-"""Before/after check for one optimisation: the cost of an in-process `dbt run` when nothing new has landed.
+"""Before/after check for one optimisation: the cost of an in-process `dbt run` when nothing new has landed, and
+when a small batch has.
 
 Builds a state (`--history` events, 20k by default, landed in files of up to 1M), then times `--runs` runs with no
-new batch in one warmed-up dbt process and prints the median of the whole run and of the two state models. Run it
-from a project folder (for a before/after comparison, from a copy of the project at each commit):
-`.venv/bin/python bench/empty_run.py --out DIR`.
+new batch in one warmed-up dbt process, then (with `--batch N`) `--runs` runs each after landing an N-event batch,
+and prints the medians of the whole run and of the two state models. Run it from a project folder (for a
+before/after comparison, from a copy of the project at each commit): `.venv/bin/python bench/empty_run.py --out DIR`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--history", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=0, help="also time runs after an N-event batch (0: do not)")
     args = parser.parse_args()
     workspace = Workspace(args.out.resolve(), "empty_run")
     stream = EventStream(StreamConfig(entities=20_000, **NOISE))
@@ -31,13 +33,19 @@ def main() -> int:
     dbt = InProcessDbt(workspace)
     try:
         dbt.invoke("run")
-        runs = [dbt.invoke("run") for _ in range(args.runs)]
+        runs = {"empty": [dbt.invoke("run") for _ in range(args.runs)]}
+        if args.batch:
+            runs[f"{args.batch:,}-event batch"] = []
+            for _ in range(args.runs):
+                workspace.land(stream, args.batch, "batch", args.batch)
+                runs[f"{args.batch:,}-event batch"].append(dbt.invoke("run"))
     finally:
         dbt.close()
-    whole = statistics.median(m.seconds for m in runs)
-    state = statistics.median(sum(m.models[name] for name in STATE_MODELS) for m in runs)
-    print(f"empty in-process dbt run: {whole:.1f} s median of {len(runs)}; state models {state:.1f} s")
-    print(f"all runs: {[round(m.seconds, 1) for m in runs]}")
+    for label, measured in runs.items():
+        whole = statistics.median(m.seconds for m in measured)
+        state = statistics.median(sum(m.models[name] for name in STATE_MODELS) for m in measured)
+        print(f"{label} in-process dbt run: {whole:.1f} s median of {len(measured)}; state models {state:.1f} s")
+        print(f"  all runs: {[round(m.seconds, 1) for m in measured]}")
     return 0
 
 
