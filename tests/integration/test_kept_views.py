@@ -16,11 +16,13 @@ PARTITIONED = ("entity_state_segments", "events_rejected", "entity_state_batches
 
 
 def _definitions(project) -> dict[str, str | None]:
-    """Each view of the schema with the definition digest it was created with, read as dbt reads it."""
+    """Each view of the schema with the definition digest it was created with, read as dbt reads it. The listing
+    also shows the session's temporary views (the state models' `__dbt_tmp`, left by earlier tests); they are not
+    the schema's."""
     rows = project.query(f"show table extended in {project.schema} like '*'")
     found = {}
     for row in rows:
-        if "Type: VIEW" in row["information"]:
+        if "Type: VIEW" in row["information"] and not row["isTemporary"]:
             digest = re.search(r"entity_state\.view_definition_md5=([0-9a-f]{32})", row["information"])
             found[row["tableName"]] = digest.group(1) if digest else None
     return found
