@@ -1,6 +1,6 @@
 {#- Events that arrived after a newer event of the same entity had already been applied from an earlier batch.
     They never move the state; they are kept here so nothing is lost. Lateness uses the same rule as the walk
-    (macros/islands.sql), evaluated over all history. -#}
+    (macros/walk/islands.sql), evaluated over all history. -#}
 with
 
 events as (

@@ -1,5 +1,5 @@
 {#- Every landed row, as landed: the one place that reads the landing source (the landing folder, or the user's
-    events table with its columns mapped: macros/input.sql). Rows that cannot be applied keep
+    events table with its columns mapped: macros/landing/events_input.sql). Rows that cannot be applied keep
     their reject_reason here; stg_events takes the others and events_rejected keeps these. -#}
 {%- if execute and entity_state.is_table_input() -%}
     {%- do entity_state.assert_events_table_readable() -%}

@@ -32,7 +32,7 @@ STATE_MODELS = ("entity_state_segments", "entity_state_current")
 TARGETS = ("local", "cluster")
 # where each target's dbt connection sends a SQL statement; failure injection replaces its `execute`
 STATEMENT_CURSORS = {"local": spark_session_module.Cursor, "cluster": PyhiveConnectionWrapper}
-# A user's own events table, with column names of its own, for the table input (macros/input.sql)
+# A user's own events table, with column names of its own, for the table input (macros/landing/events_input.sql)
 EVENTS_TABLE_COLUMNS = {
     "tenant_id": "customer",
     "entity_id": "pallet",

@@ -128,19 +128,3 @@
         database=none, schema=target.schema, identifier='landing_events'
     )) }}
 {% endmacro %}
-
-{#- The landed rows that can be applied, trimmed, each distinct event once: the body of stg_events. `landed_filter`
-    narrows stg_landing_events first: a state model passes its window there, where the filter on the landing file's
-    modification time still reaches the file listing (after the dedup it no longer could). Rows without a full key
-    or an event time cannot be placed on any timeline: events_rejected keeps them. -#}
-{% macro applicable_events(landed_filter='true') %}
-    select distinct
-        trim(tenant_id) as tenant_id,
-        trim(entity_id) as entity_id,
-        trim(state_id) as state_id,
-        event_time,
-        ingested_at
-    from {{ ref('stg_landing_events') }}
-    where reject_reason is null
-        and ({{ landed_filter }})
-{% endmacro %}

@@ -1,16 +1,50 @@
-{#- Why a landed row cannot be applied, or null if it can. Keys are judged after trimming; the first failing
-    check wins, in column order. One definition for the staging filter and the quarantine, so a row is either
-    applied or rejected, never both and never neither. -#}
-{% macro reject_reason(tenant_id, entity_id, state_id, event_time, event_time_text) %}
-    case
-        {%- for column, name in [(tenant_id, 'tenant_id'), (entity_id, 'entity_id'), (state_id, 'state_id')] %}
-        when {{ column }} is null then 'null_{{ name }}'
-        when trim({{ column }}) = '' then 'empty_{{ name }}'
-        {%- endfor %}
-        when {{ event_time }} is null and nullif(trim({{ event_time_text }}), '') is not null
-            then 'unparseable_event_time'
-        when {{ event_time }} is null then 'null_event_time'
-    end
+{#- Highest `ingested_at` landed in the files a window starting at `files_since` can hold (all files when it is
+    none), fixed once when a model compiles. -#}
+{% macro landing_high_watermark(files_since=none) %}
+    {%- if not execute -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set landing = source('landing', 'events') -%}
+    {%- if entity_state.is_table_input() -%}
+        {%- do entity_state.assert_events_table_readable() -%}
+    {#- Asked of the catalog, not dbt's relation cache: the on-run-start hook creates the table after the cache is
+        filled, and a compile without hooks (sqlfluff, dbt compile on a new machine) may find no table at all. -#}
+    {%- elif run_query("show schemas like '" ~ landing.schema ~ "'").rows | length == 0
+        or run_query("show tables in " ~ landing.schema ~ " like '" ~ landing.identifier ~ "'").rows | length == 0 -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set result = run_query(
+        'select unix_micros(max(' ~ entity_state.input_column('ingested_at') ~ ')) from ' ~ landing
+        ~ ' where ' ~ entity_state.landing_files_since(files_since, entity_state.input_column('source_file_modified_at'))
+    ) -%}
+    {%- set value = result.columns[0].values()[0] -%}
+    {{ return(none if value is none else value | int) }}
+{% endmacro %}
+
+{#- How much later than its file's modification time a landed row's `ingested_at` may be: the clock skew allowed
+    between the producer that stamps a batch and the file system that stamps its file. -#}
+{% macro landing_clock_skew_micros() %}
+    {%- set minutes = entity_state.setting('landing_clock_skew_minutes') -%}
+    {%- if minutes is not number or minutes < 0 -%}
+        {{ exceptions.raise_compiler_error(
+            "var entity_state__landing_clock_skew_minutes must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
+        ) }}
+    {%- endif -%}
+    {{ return((minutes * 60 * 1000000) | int) }}
+{% endmacro %}
+
+{#- Filter on a landed file's modification time that keeps every file able to hold a row that arrived after
+    `micros`. A row's `ingested_at` is at most its file's modification time plus the clock skew (the input contract;
+    assert_landing_files_complete fails a run on a file that breaks it), so older files are skipped unread: Spark
+    prunes them when it lists the folder, and a run reads only recent files however long the history. On a table
+    input the arrival column stands in for the modification time (input_column), so there it is a filter on the
+    arrival time alone, which Spark can push down to the table's files as a min/max filter. -#}
+{% macro landing_files_since(micros, column='source_file_modified_at') %}
+    {%- if micros is none -%}
+        true
+    {%- else -%}
+        {{ column }} > {{ entity_state.micros_to_timestamp((micros | int) - entity_state.landing_clock_skew_micros()) }}
+    {%- endif -%}
 {% endmacro %}
 
 {#- Fails the run, before anything is written, when a landed file of the window lacks a required column or is

@@ -10,7 +10,7 @@
     the next run rebuilds it from the landed history. The aside name is unique per invocation because a build killed
     midway leaves files in its folder, which would block a table of the same name: so a first run killed while it
     builds is repaired by a plain rerun too. It also accepts the strategy `insert_new_partition` (see
-    macros/state_relations.sql), follows the model's write plan (write_plan: a table is rebuilt as a full refresh
+    macros/write/write_strategy.sql), follows the model's write plan (write_plan: a table is rebuilt as a full refresh
     does when the plan says `rebuild`, and nothing is written to an existing table when it says
     `is_window_empty`), and words on_schema_change='fail' for state tables (fail_on_state_schema_change). Keep the
     rest in step with dbt-spark when upgrading it. -#}

@@ -1,0 +1,30 @@
+{#- Why a landed row cannot be applied, or null if it can. Keys are judged after trimming; the first failing
+    check wins, in column order. One definition for the staging filter and the quarantine, so a row is either
+    applied or rejected, never both and never neither. -#}
+{% macro reject_reason(tenant_id, entity_id, state_id, event_time, event_time_text) %}
+    case
+        {%- for column, name in [(tenant_id, 'tenant_id'), (entity_id, 'entity_id'), (state_id, 'state_id')] %}
+        when {{ column }} is null then 'null_{{ name }}'
+        when trim({{ column }}) = '' then 'empty_{{ name }}'
+        {%- endfor %}
+        when {{ event_time }} is null and nullif(trim({{ event_time_text }}), '') is not null
+            then 'unparseable_event_time'
+        when {{ event_time }} is null then 'null_event_time'
+    end
+{% endmacro %}
+
+{#- The landed rows that can be applied, trimmed, each distinct event once: the body of stg_events. `landed_filter`
+    narrows stg_landing_events first: a state model passes its window there, where the filter on the landing file's
+    modification time still reaches the file listing (after the dedup it no longer could). Rows without a full key
+    or an event time cannot be placed on any timeline: events_rejected keeps them. -#}
+{% macro applicable_events(landed_filter='true') %}
+    select distinct
+        trim(tenant_id) as tenant_id,
+        trim(entity_id) as entity_id,
+        trim(state_id) as state_id,
+        event_time,
+        ingested_at
+    from {{ ref('stg_landing_events') }}
+    where reject_reason is null
+        and ({{ landed_filter }})
+{% endmacro %}

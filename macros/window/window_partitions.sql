@@ -1,0 +1,23 @@
+{#- The partition a run writes into a table written one partition per window (`emitted_window`): the window's high
+    watermark as zero-padded text, so that text order is number order and the Hive metastore (which filters
+    partitions on string keys only) can prune on it, then the invocation's id, so that no two writes ever share a
+    partition (see insert_new_partition_sql). -#}
+{% macro window_partition_value(micros) %}
+    {{ return(entity_state._padded_micros(micros) ~ '_' ~ invocation_id.replace('-', '')[:12]) }}
+{% endmacro %}
+
+{#- Partition values sort as their windows do: the value of a window ending at `micros` starts with this text, so
+    `emitted_window >= this` keeps exactly the windows that ended at or after `micros`. -#}
+{% macro _padded_micros(micros) %}
+    {{ return('%020d' % (micros | int) if micros is not none else 'none') }}
+{% endmacro %}
+
+{#- Partition filter for a table written one partition per window: only the partitions of windows that ended
+    after `micros` can hold rows that arrived after it. Renders `true` when micros is none (every partition). -#}
+{% macro emitted_since(micros) %}
+    {%- if micros is none -%}
+        true
+    {%- else -%}
+        emitted_window >= '{{ entity_state._padded_micros(micros) }}'
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,55 @@
+{#- The one place that decides how a state table is written. `replace_partitions` rewrites only the partitions a
+    run produced rows for; `new_partition` adds one partition that no other write uses (insert_new_partition_sql);
+    `append` adds rows. Table formats with MERGE (Delta, Iceberg, Hudi) could map `replace_partitions` to `merge`
+    here; plain parquet, the only format available to this project, cannot. -#}
+{% macro state_write_strategy(mode) %}
+    {%- set strategies = {
+        'replace_partitions': 'insert_overwrite',
+        'new_partition': 'insert_new_partition',
+        'append': 'append',
+    } -%}
+    {%- if mode not in strategies -%}
+        {{ exceptions.raise_compiler_error(
+            "state_write_strategy: unknown mode '" ~ mode ~ "'; use one of " ~ (strategies.keys() | list | join(', '))
+        ) }}
+    {%- endif -%}
+    {%- set file_format = config.get('file_format', 'parquet') -%}
+    {%- if execute and file_format != 'parquet' -%}
+        {{ exceptions.raise_compiler_error(
+            "state_write_strategy supports file_format 'parquet' only (got '" ~ file_format ~ "'). Another format "
+            ~ "needs its write path added and tested in macros/write/write_strategy.sql first."
+        ) }}
+    {%- endif -%}
+    {{ return(strategies[mode]) }}
+{% endmacro %}
+
+{#- The write of the strategy `insert_new_partition`: the model's rows go into one partition, named by the model
+    in its write plan (write_plan), that no earlier write has used. Why not a dynamic partition overwrite: that lists
+    every partition of the table from the metastore on each write, so a table that gains a partition per run slows
+    every run down as its history grows; a write to a fully named partition looks up that partition only. Why a
+    partition of its own: such a write commits through the `_temporary` folder at the table's root, and its commit
+    takes in every task output left there, including those of an earlier write killed before its commit. Those can
+    only belong to that killed write's own partition, which was never registered in the metastore (registration
+    comes after the commit), so readers, who see registered partitions only, never see them. -#}
+{% macro insert_new_partition_sql(source_relation, target_relation, partition_by, compiled_code) %}
+    {%- set partition_columns = [partition_by] if partition_by is string else (partition_by or []) -%}
+    {%- if partition_columns | length != 1 -%}
+        {{ exceptions.raise_compiler_error(
+            "incremental_strategy 'insert_new_partition' writes one partition: give " ~ target_relation
+            ~ " exactly one partition_by column (got " ~ (partition_columns | join(', ') or 'none') ~ ")"
+        ) }}
+    {%- endif -%}
+    {%- set partition = entity_state.read_write_plan(compiled_code).get('partition') -%}
+    {%- if partition is none -%}
+        {{ exceptions.raise_compiler_error(
+            "incremental_strategy 'insert_new_partition' needs the partition to write: render "
+            ~ "entity_state.write_plan(partition=value) in the model of " ~ target_relation
+            ~ ", with the value it gives its partition column"
+        ) }}
+    {%- endif -%}
+    {%- set partition_column = partition_columns[0] -%}
+    {%- set dest_columns = adapter.get_columns_in_relation(target_relation)
+        | rejectattr('name', 'equalto', partition_column) | list -%}
+    insert into table {{ target_relation }} partition ({{ partition_column }} = '{{ partition }}')
+    select {{ dest_columns | map(attribute='quoted') | join(', ') }} from {{ source_relation }}
+{% endmacro %}
