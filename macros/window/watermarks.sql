@@ -31,13 +31,13 @@
 {% endmacro %}
 
 {#- How far a table written one partition per window (`entity_state_segments`, `events_rejected`) has emitted:
-    its recorded watermark, or further if a run wrote rows and then stopped before recording it (the rows
-    themselves then say how far it got: `column` is the arrival time each row was emitted for). -#}
-{% macro emitted_watermark(relation, column) %}
+    `recorded`, its recorded watermark (read_watermark; the caller reads it once and passes it, as it usually needs
+    it too), or further if a run wrote rows and then stopped before recording it (the rows themselves then say how
+    far it got: `column` is the arrival time each row was emitted for). -#}
+{% macro emitted_watermark(relation, column, recorded) %}
     {%- if not execute or relation is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set recorded = entity_state.read_watermark(relation) -%}
     {%- set query -%}
         select unix_micros(max({{ column }})) from {{ relation }}
         {%- if recorded is not none %}

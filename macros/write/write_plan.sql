@@ -3,14 +3,18 @@
     the compiled SQL, as one comment holding JSON; this file writes it and reads it back, nothing else does.
     Keys (each may be left out):
     - `watermark`: the watermark (epoch microseconds) the model's rows are computed for; record_watermark sets it
-      after the write, so it is exactly the one the write used even if new files land in between.
+      after the write, so it is exactly the one the write used even if new files land in between. Left out when it
+      equals `recorded_watermark`, the one the table already holds (an empty window): setting it again would be a
+      metastore write with nothing to say.
     - `partition`: the partition a model written with `insert_new_partition` adds (see insert_new_partition_sql).
     - `rebuild`: why the table is built aside and swapped in, as a full refresh does, instead of written to.
     - `is_window_empty`: true when the model's window holds nothing new; the materialization then writes nothing
       (no statement, no empty partition) and only the post-hooks run. -#}
-{% macro write_plan(watermark=none, partition=none, rebuild=none, is_window_empty=false) %}
+{% macro write_plan(watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none) %}
     {%- set plan = {} -%}
-    {%- if watermark is not none -%}{%- do plan.update({'watermark': watermark | int}) -%}{%- endif -%}
+    {%- set is_recorded = watermark is not none and recorded_watermark is not none
+        and watermark | int == recorded_watermark | int and rebuild is none -%}
+    {%- if watermark is not none and not is_recorded -%}{%- do plan.update({'watermark': watermark | int}) -%}{%- endif -%}
     {%- if partition is not none -%}{%- do plan.update({'partition': partition}) -%}{%- endif -%}
     {%- if rebuild is not none -%}{%- do plan.update({'rebuild': rebuild}) -%}{%- endif -%}
     {%- if is_window_empty -%}{%- do plan.update({'is_window_empty': true}) -%}{%- endif -%}

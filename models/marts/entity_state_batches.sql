@@ -14,12 +14,15 @@
     current row it is judged against. Written one partition per window, like entity_state_segments. -#}
 {%- set current_relation = entity_state.state_relation('entity_state_current') if entity_state.has_stored_state() else none -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
-{%- set counted_through = entity_state.emitted_watermark(this, 'batch_ingested_at') if entity_state.has_stored_state() else none -%}
+{%- set recorded = entity_state.read_watermark(this) if entity_state.has_stored_state() else none -%}
+{%- set counted_through = entity_state.emitted_watermark(this, 'batch_ingested_at', recorded) if entity_state.has_stored_state() else none -%}
+{%- set segments_relation = entity_state.state_relation('entity_state_segments') -%}
 {%- set segments_through = entity_state.emitted_watermark(
-    entity_state.state_relation('entity_state_segments'), 'closed_ingested_at'
+    segments_relation, 'closed_ingested_at', entity_state.read_watermark(segments_relation)
 ) -%}
+{%- set rejected_relation = entity_state.state_relation('events_rejected') -%}
 {%- set rejected_through = entity_state.emitted_watermark(
-    entity_state.state_relation('events_rejected'), 'ingested_at'
+    rejected_relation, 'ingested_at', entity_state.read_watermark(rejected_relation)
 ) -%}
 {%- set is_waiting_for_current = entity_state.is_seed_damaged(current_relation) -%}
 {%- set high = none if segments_through is none or rejected_through is none or is_waiting_for_current
@@ -31,6 +34,7 @@
     watermark=next_watermark,
     partition=emitted_window,
     is_window_empty=entity_state.is_window_empty(counted_through, high),
+    recorded_watermark=recorded,
 ) }}
 
 with

@@ -25,11 +25,14 @@
 ) -%}
 {%- endif -%}
 {%- set low = entity_state.read_watermark(this) if incremental else none -%}
+{%- set segments_relation = entity_state.state_relation('entity_state_segments') -%}
 {%- set segments_through = entity_state.emitted_watermark(
-    entity_state.state_relation('entity_state_segments'), 'closed_ingested_at'
+    segments_relation, 'closed_ingested_at', entity_state.read_watermark(segments_relation)
 ) -%}
 {%- set batches_relation = entity_state.state_relation('entity_state_batches') -%}
-{%- set counted_through = entity_state.emitted_watermark(batches_relation, 'batch_ingested_at') -%}
+{%- set counted_through = entity_state.emitted_watermark(
+    batches_relation, 'batch_ingested_at', entity_state.read_watermark(batches_relation)
+) -%}
 {%- if batches_relation is none or segments_through is none -%}
     {%- set high = segments_through -%}
 {%- elif counted_through is none -%}
@@ -41,6 +44,7 @@
     watermark=high,
     rebuild='buckets ' ~ lost_buckets | join(', ') ~ ' lost rows' if lost_buckets else none,
     is_window_empty=incremental and entity_state.is_window_empty(low, high),
+    recorded_watermark=low,
 ) }}
 
 with

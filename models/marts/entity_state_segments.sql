@@ -21,7 +21,8 @@
 {%- set low = entity_state.read_watermark(current_relation) -%}
 {%- set high = none if is_waiting_for_current else entity_state.landing_high_watermark(files_since=low) -%}
 {%- do entity_state.assert_landing_files_complete(low, high) -%}
-{%- set emitted_through = entity_state.emitted_watermark(this, 'closed_ingested_at') if entity_state.has_stored_state() else none -%}
+{%- set recorded = entity_state.read_watermark(this) if entity_state.has_stored_state() else none -%}
+{%- set emitted_through = entity_state.emitted_watermark(this, 'closed_ingested_at', recorded) if entity_state.has_stored_state() else none -%}
 {%- set known_watermarks = [emitted_through, high] | reject('none') | list -%}
 {%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
 {%- set emitted_after = 'closed_ingested_at > ' ~ entity_state.micros_to_timestamp(emitted_through)
@@ -33,6 +34,7 @@
     watermark=next_watermark,
     partition=emitted_window,
     is_window_empty=entity_state.is_window_empty(emitted_or_seeded | max if emitted_or_seeded else none, high),
+    recorded_watermark=recorded,
 ) }}
 
 with

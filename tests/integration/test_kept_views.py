@@ -1,5 +1,6 @@
-"""What a run with nothing to change leaves alone: the views whose definition is unchanged (`kept_view`) and the state
-tables whose window is empty (the write plan's `is_window_empty`), and what it still replaces."""
+"""What a run with nothing to change leaves alone: the views whose definition is unchanged (`kept_view`), the state
+tables whose window is empty (the write plan's `is_window_empty`) and their watermarks (set only when they move), and
+what it still replaces."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from datetime import UTC, datetime
 
 from tests.reference import Event
 
+from .dbt_harness import failing_statement
 from .state_assertions import assert_matches_reference
 
 T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
 ARRIVAL = datetime(2026, 6, 2, tzinfo=UTC)
 PARTITIONED = ("entity_state_segments", "events_rejected", "entity_state_batches")
+# the time-in-state table is rebuilt every run, so it records its watermark every run
+WATERMARKED = (*PARTITIONED, "entity_state_current")
 
 
 def _definitions(project) -> dict[str, str | None]:
@@ -45,7 +49,10 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     assert definitions and None not in definitions.values(), definitions
     created = {view: _created(project, view) for view in definitions}
 
-    project.dbt("run")
+    # the run fails if it sets a state table's watermark again: it is the value the table holds
+    with failing_statement(rf"alter table \S*\.({'|'.join(WATERMARKED)}) set tblproperties") as watermark_writes:
+        project.dbt("run")
+    assert not watermark_writes
 
     assert _definitions(project) == definitions
     assert {view: _created(project, view) for view in definitions} == created, "an unchanged view was recreated"
