@@ -71,6 +71,20 @@ def test_rows_that_cannot_be_applied_are_quarantined_with_a_reason(project):
     assert_matches_reference(project, _applied(good, ARRIVAL) + _applied(more, ARRIVAL + timedelta(minutes=1)))
 
 
+def test_a_batch_stamped_at_or_below_what_was_counted_fails_the_data_test_with_its_file(project):
+    project.land([_event("e-1", "A", 0)], ARRIVAL + timedelta(hours=1))
+    project.dbt("run")
+    project.dbt("test", "-s", "assert_every_landed_batch_is_counted")
+
+    # stamped before the batch already counted: no run will read it
+    early = project.land([_event("e-1", "B", 5), _event("e-2", "X", 6)], ARRIVAL)
+    result = project.dbt("test", "-s", "assert_every_landed_batch_is_counted", "--store-failures", expect_success=False)
+
+    assert not result.success, "the data test did not notice the batch that no run will read"
+    failures = project.query(f"select * from {project.schema}_dbt_test__audit.assert_every_landed_batch_is_counted")
+    assert [(r["source_files"], r["rows_landed"], r["rows_counted"]) for r in failures] == [(early.name, 2, 0)]
+
+
 HOSTILE = [
     "it's",
     'say "hi"',
