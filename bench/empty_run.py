@@ -3,15 +3,19 @@ when a small batch has.
 
 Builds a state (`--history` events, 20k by default, landed in files of up to 1M), then times `--runs` runs with no
 new batch in one warmed-up dbt process, then (with `--batch N`) `--runs` runs each after landing an N-event batch,
-and prints the medians of the whole run and of the two state models. Run it from a project folder (for a
-before/after comparison, from a copy of the project at each commit): `.venv/bin/python bench/empty_run.py --out DIR`.
+and prints the medians of the whole run and of the two state models. With `--late-share S`, in-order batches
+alternate with batches that have that share of their rows moved back by up to `--late-by` hours (late events, which
+make a run repair their entities). Run it from a project folder (for a before/after comparison, from a copy of the
+project at each commit): `.venv/bin/python bench/empty_run.py --out DIR`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 from run import NOISE, STATE_MODELS, InProcessDbt, Workspace
@@ -25,6 +29,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--history", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=0, help="also time runs after an N-event batch (0: do not)")
+    parser.add_argument("--late-share", type=float, default=0.0, help="also time each batch with this share late")
+    parser.add_argument("--late-by", type=float, default=168.0, help="hours a late event is moved back, at most")
     args = parser.parse_args()
     workspace = Workspace(args.out.resolve(), "empty_run")
     stream = EventStream(StreamConfig(entities=20_000, **NOISE))
@@ -34,7 +40,21 @@ def main() -> int:
     try:
         dbt.invoke("run")
         runs = {"empty": [dbt.invoke("run") for _ in range(args.runs)]}
-        if args.batch:
+        if args.batch and args.late_share:
+            # in-order and late batches alternate on the same growing state, in one warmed-up process
+            in_order_config = stream.config
+            late_config = dataclasses.replace(
+                in_order_config, late_share=args.late_share, late_by=timedelta(hours=args.late_by)
+            )
+            in_order = f"{args.batch:,}-event batch in order"
+            late = f"{args.batch:,}-event batch {args.late_share:.1%} late"
+            runs[in_order], runs[late] = [], []
+            for _ in range(args.runs):
+                for label, config in ((in_order, in_order_config), (late, late_config)):
+                    stream.config = config
+                    workspace.land(stream, args.batch, "batch", args.batch)
+                    runs[label].append(dbt.invoke("run"))
+        elif args.batch:
             runs[f"{args.batch:,}-event batch"] = []
             for _ in range(args.runs):
                 workspace.land(stream, args.batch, "batch", args.batch)

@@ -6,8 +6,10 @@ once: an entity's state is its start state plus the running sum of its moves, a 
 so 20M events take seconds instead of a Python loop per event.
 
 Event times are strictly increasing across the stream (one tick apart), so the stream is in order across batches:
-nothing is late. Within a batch, a share of rows is shuffled out of time order (`disorder`) and a share of rows is
-repeated exactly (`duplicate_share`). The same config and seed give the same events, stamps and file names.
+nothing is late, unless `late_share` moves that share of a batch's rows back in time by up to `late_by` (an event
+from a device that was offline). Within a batch, a share of rows is shuffled out of time order (`disorder`) and a
+share of rows is repeated exactly (`duplicate_share`). The same config and seed give the same events, stamps and
+file names.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class StreamConfig:
     heartbeats_per_change: float = 9.0  # events that repeat the state per event that changes it
     duplicate_share: float = 0.0  # share of a batch's rows that are exact copies of another row of the batch
     disorder: float = 0.0  # share of a batch's rows moved out of time order within the batch
+    late_share: float = 0.0  # share of a batch's rows whose event_time is moved back by up to `late_by`
+    late_by: timedelta = timedelta(days=7)
     seed: int = 42
     start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
     tick: timedelta = timedelta(milliseconds=10)  # time between consecutive events of the stream
@@ -48,7 +52,7 @@ class StreamConfig:
             raise ValueError(f"fanout must be below the number of states ({self.states}), got {self.fanout}")
         if self.heartbeats_per_change < 0:
             raise ValueError(f"heartbeats_per_change must not be negative, got {self.heartbeats_per_change}")
-        for name in ("duplicate_share", "disorder"):
+        for name in ("duplicate_share", "disorder", "late_share"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.tick <= timedelta(0):
@@ -112,6 +116,10 @@ class EventStream:
             rows[moved] = rows[rng.permutation(moved)]
 
         self.clock_us = int(times[-1]) + _micros_of(config.tick) if unique else self.clock_us
+        if config.late_share and unique:
+            late = np.flatnonzero(rng.random(unique) < config.late_share)
+            times = times.copy()
+            times[late] -= rng.integers(1, _micros_of(config.late_by) + 1, len(late))
         ingested_us = max(self.clock_us + _micros_of(config.ingest_lag), self.last_ingested_us + 1)
         self.last_ingested_us = ingested_us
         self.batches += 1

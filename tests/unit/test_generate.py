@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,6 +61,19 @@ def test_disorder_moves_about_that_share_of_rows_out_of_time_order(disorder):
         assert misplaced == 0
     else:
         assert 0.8 * disorder * len(times) < misplaced <= disorder * len(times) * 1.1
+
+
+def test_late_share_moves_that_share_of_rows_before_the_previous_batch():
+    config = StreamConfig(entities=100, late_share=0.05, late_by=timedelta(days=1), tick=timedelta(seconds=1))
+    stream = EventStream(config)
+    first, second = stream.next_batch(5000), stream.next_batch(5000)
+    earlier = pc.max(first["event_time"]).as_py()
+    late = [time for time in second["event_time"].to_pylist() if time <= earlier]
+    assert 0.03 * 5000 < len(late) < 0.07 * 5000
+    assert min(late) >= earlier - timedelta(days=1)
+    in_order = EventStream(StreamConfig(entities=100, tick=timedelta(seconds=1)))
+    in_order.next_batch(5000)
+    assert pc.min(in_order.next_batch(5000)["event_time"]).as_py() > earlier
 
 
 def test_moves_follow_the_state_graph_and_the_heartbeat_ratio():
