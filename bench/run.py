@@ -680,7 +680,7 @@ def landing_history(results: Results, sizes: dict, out: Path) -> None:
         for table in ("entity_state_segments", "events_rejected", "entity_state_batches"):
             for first in range(1, files + 1, 1_000):
                 specs = " ".join(
-                    f"partition (emitted_window = '{window:020d}_{window:012x}')"
+                    f"partition (emitted_window = '{window:020d}_{0:020d}_{window:012x}')"
                     for window in range(first, min(first + 1_000, files + 1))
                 )
                 dbt.sql([f"alter table {SCHEMA}.{table} add if not exists {specs}"])

@@ -4,10 +4,11 @@ It shares no code with the SQL. The rules, as the README states them:
 - rows with an empty or null tenant_id, entity_id or state_id, or a null event_time, are not applied (strings are
   compared after trimming surrounding spaces);
 - exact duplicates (same tenant, entity, state and event_time) keep their earliest arrival;
-- an event is late when an event of the same entity that arrived in an earlier batch (smaller ingested_at) has a
-  later event_time; late events are kept aside and never move the state;
-- the remaining events of an entity, ordered by (event_time, ingested_at, state_id), form stays: maximal runs of
-  one state. A stay ends at the first event of the next stay, which also gives its next_state_id.
+- the events of an entity, ordered by (event_time, ingested_at, state_id), form stays: maximal runs of one state.
+  A stay ends at the first event of the next stay, which also gives its next_state_id. Arrival order only breaks
+  ties at an equal event_time: an event that arrives after newer ones takes its place in the timeline;
+- such an event is also listed as late (for the audit, not to set it aside): an event of the same entity that
+  arrived in an earlier batch (smaller ingested_at) has a later event_time.
 """
 
 from __future__ import annotations
@@ -87,8 +88,7 @@ def recompute(events: Iterable[Event]) -> Recompute:
             for event in by_batch[batch]:
                 if latest_of_earlier_batches is not None and event.event_time < latest_of_earlier_batches:
                     result.late.append(event)
-                else:
-                    applied.append(event)
+                applied.append(event)
             latest_of_batch = max(e.event_time for e in by_batch[batch])
             if latest_of_earlier_batches is None or latest_of_batch > latest_of_earlier_batches:
                 latest_of_earlier_batches = latest_of_batch

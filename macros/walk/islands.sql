@@ -1,25 +1,88 @@
-{#- Gaps and islands over (seed ∪ window events), shared by the batch recompute and both incremental state models.
+{#- Gaps and islands over (seed ∪ window events), shared by the batch recompute and the incremental state models.
 
-    events: relation or CTE name with tenant_id, entity_id, state_id, event_time, ingested_at.
-    seed:   none (walk from the beginning of history) or a relation or CTE name with one stored row per entity:
-            tenant_id, entity_id, state_id, start_time, last_event_ts, states_at_last_event_ts, watermark_ingested_at.
+    events:  relation or CTE name with tenant_id, entity_id, state_id, event_time, ingested_at.
+    seed:    none (walk from the beginning of history) or a relation or CTE name with one stored row per entity:
+             tenant_id, entity_id, state_id, start_time, last_event_ts, states_at_last_event_ts, watermark_ingested_at.
+    history: with a seed, a relation or CTE name like `events` holding every landed event up to the window's end.
 
     Returns one row per stay of every entity that has an applied event: the stays the window closed (is_open false)
     and the stay that is open after it (is_open true). A stay that started before the window rides in on the seed
-    with its true start_time. -#}
-{% macro entity_state_islands(events, seed=none) %}
+    with its true start_time. An entity with a late event in the window (older than one of its events from an
+    earlier batch, or than its stored last event) is repaired: walked again from all of its events in `history`,
+    without its seed, so every one of its stays comes out, with repaired_through_ingested_at: the arrival of the
+    newest event the repair walked (null for an entity walked from its seed). -#}
+{% macro entity_state_islands(events, seed=none, history=none) %}
+{%- if seed is not none and history is none -%}
+    {{ exceptions.raise_compiler_error(
+        'entity_state_islands: a seeded walk needs `history` (the landed events up to the window end), '
+        ~ 'to repair the entities that receive late events'
+    ) }}
+{%- endif %}
 with
 
+classified as (
+    {{ entity_state.classify_window_events(events, seed) }}
+),
+
+{%- if seed is not none %}
+
+repaired_entities as (
+    select distinct
+        tenant_id as repaired_tenant_id,
+        entity_id as repaired_entity_id
+    from classified
+    where is_late
+),
+
+-- every landed event of a repaired entity, each distinct event at its first arrival; AQE skips the read of
+-- history when no entity of the window is repaired (the semi join's build side is empty)
+repair_events as (
+    select
+        history_events.tenant_id,
+        history_events.entity_id,
+        history_events.state_id,
+        history_events.event_time,
+        min(history_events.ingested_at) as ingested_at
+    from {{ history }} as history_events
+    left semi join repaired_entities
+        on history_events.tenant_id = repaired_entities.repaired_tenant_id
+        and history_events.entity_id = repaired_entities.repaired_entity_id
+    group by
+        history_events.tenant_id,
+        history_events.entity_id,
+        history_events.state_id,
+        history_events.event_time
+),
+{%- endif %}
+
 applied_events as (
+    select
+        classified.tenant_id,
+        classified.entity_id,
+        classified.state_id,
+        classified.event_time,
+        classified.ingested_at,
+        false as is_repaired
+    from classified
+    {%- if seed is not none %}
+    left anti join repaired_entities
+        on classified.tenant_id = repaired_entities.repaired_tenant_id
+        and classified.entity_id = repaired_entities.repaired_entity_id
+    {%- endif %}
+    where not classified.is_seen_before
+    {%- if seed is not none %}
+
+    union all
+
     select
         tenant_id,
         entity_id,
         state_id,
         event_time,
-        ingested_at
-    from ({{ entity_state.classify_window_events(events, seed) }}) as classified
-    where not is_late
-        and not is_seen_before
+        ingested_at,
+        true as is_repaired
+    from repair_events
+    {%- endif %}
 ),
 
 points as (
@@ -35,11 +98,13 @@ points as (
         seed_rows.start_time as point_start_time,
         seed_rows.last_event_ts as point_last_event_ts,
         seed_rows.last_event_ts as seed_last_event_ts,
-        seed_rows.states_at_last_event_ts as seed_states_at_last_event_ts
+        seed_rows.states_at_last_event_ts as seed_states_at_last_event_ts,
+        false as is_repaired
     from {{ seed }} as seed_rows
     left semi join applied_events
         on seed_rows.tenant_id = applied_events.tenant_id
         and seed_rows.entity_id = applied_events.entity_id
+        and not applied_events.is_repaired
 
     union all
     {%- endif %}
@@ -54,7 +119,8 @@ points as (
         event_time as point_start_time,
         event_time as point_last_event_ts,
         cast(null as timestamp) as seed_last_event_ts,
-        cast(null as array<string>) as seed_states_at_last_event_ts
+        cast(null as array<string>) as seed_states_at_last_event_ts,
+        is_repaired
     from applied_events
 ),
 
@@ -97,7 +163,9 @@ islands as (
         max(case when is_island_start then ingested_at end) as started_ingested_at,
         max(point_last_event_ts) as last_event_ts,
         max(seed_last_event_ts) as seed_last_event_ts,
-        max(seed_states_at_last_event_ts) as seed_states_at_last_event_ts
+        max(seed_states_at_last_event_ts) as seed_states_at_last_event_ts,
+        max(is_repaired) as is_repaired,
+        max(ingested_at) as last_ingested_at
     from numbered
     group by tenant_id, entity_id, island_number
 ),
@@ -108,7 +176,8 @@ linked as (
         lead(state_id) over entity_islands as next_state_id,
         lead(start_time) over entity_islands as end_time,
         lead(started_ingested_at) over entity_islands as closed_ingested_at,
-        max(last_event_ts) over (partition by tenant_id, entity_id) as entity_last_event_ts
+        max(last_event_ts) over (partition by tenant_id, entity_id) as entity_last_event_ts,
+        max(last_ingested_at) over (partition by tenant_id, entity_id) as entity_last_ingested_at
     from islands
     window entity_islands as (partition by tenant_id, entity_id order by island_number)
 ),
@@ -140,7 +209,8 @@ final as (
         linked.last_event_ts,
         linked.closed_ingested_at,
         states_at_last.states_at_last_event_ts,
-        linked.next_state_id is null as is_open
+        linked.next_state_id is null as is_open,
+        case when linked.is_repaired then linked.entity_last_ingested_at end as repaired_through_ingested_at
     from linked
     inner join states_at_last
         on linked.tenant_id = states_at_last.last_tenant_id
@@ -154,7 +224,7 @@ select * from final
     - an event the seed has already applied (ingested at or before the seed row's watermark) is dropped;
     - exact duplicates (same tenant, entity, state and event_time) keep their earliest arrival;
     - is_late: older than an event of the same entity that arrived in an earlier batch (or than the seed's last
-      event); late events never move the state;
+      event); entity_state_islands repairs the entities that have one;
     - is_seen_before: repeats a state the seed already saw at its latest timestamp.
     Lateness only looks at earlier batches, so it does not depend on how batches are grouped into runs. -#}
 {% macro classify_window_events(events, seed=none) %}
@@ -251,3 +321,4 @@ select
 from {{ events }}
 {%- endif %}
 {% endmacro %}
+

@@ -1,9 +1,14 @@
 {#- The partition a run writes into a table written one partition per window (`emitted_window`): the window's high
     watermark as zero-padded text, so that text order is number order and the Hive metastore (which filters
-    partitions on string keys only) can prune on it, then the invocation's id, so that no two writes ever share a
-    partition (see insert_new_partition_sql). -#}
+    partitions on string keys only) can prune on it, then the moment the invocation started, so that two writes of
+    one window (a rerun) sort in the order they were made, then the invocation's id, so that no two writes ever
+    share a partition (see insert_new_partition_sql). -#}
 {% macro window_partition_value(micros) %}
-    {{ return(entity_state._padded_micros(micros) ~ '_' ~ invocation_id.replace('-', '')[:12]) }}
+    {{ return(
+        entity_state._padded_micros(micros)
+        ~ '_' ~ run_started_at.strftime('%Y%m%d%H%M%S%f')
+        ~ '_' ~ invocation_id.replace('-', '')[:12]
+    ) }}
 {% endmacro %}
 
 {#- Partition values sort as their windows do: the value of a window ending at `micros` starts with this text, so

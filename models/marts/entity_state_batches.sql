@@ -146,6 +146,8 @@ closed_counts as (
     where
         {{ entity_state.window_predicate('closed_ingested_at', counted_through, high) }}
         and {{ entity_state.emitted_since(counted_through) }}
+        -- a repair emits stays again (entity_state_changes says what it changed); a stay counts where it closed
+        and repaired_through_ingested_at is null
     group by closed_ingested_at
 ),
 

@@ -74,8 +74,19 @@ stored as (
 ),
 {%- endif %}
 
+{%- if incremental %}
+
+history as (
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, high)) }}
+),
+{%- endif %}
+
 stays as (
-    {{ entity_state.entity_state_islands('events', 'stored' if incremental else none) }}
+    {{ entity_state.entity_state_islands(
+        'events',
+        'stored' if incremental else none,
+        'history' if incremental else none,
+    ) }}
 ),
 
 open_stays as (

@@ -15,7 +15,10 @@
     Each run adds its stays as a partition of their own, named after its window and the invocation: the partition
     is registered only once its files are complete, so a run killed mid-write leaves nothing readers or a later
     write could pick up (see insert_new_partition_sql), and the write looks up no other partition, however many
-    runs came before. While the current table has lost rows the window is empty (is_seed_damaged). -#}
+    runs came before. While the current table has lost rows the window is empty (is_seed_damaged).
+    An entity with a late event is repaired: all its closed stays are emitted again from its landed history, marked
+    with repaired_through_ingested_at; entity_state_view shows an entity's latest repair in place of what came
+    before it. -#}
 {%- set current_relation = entity_state.state_relation('entity_state_current') if entity_state.has_stored_state() else none -%}
 {%- set is_waiting_for_current = entity_state.is_seed_damaged(current_relation) -%}
 {%- set low = entity_state.read_watermark(current_relation) -%}
@@ -58,8 +61,19 @@ seed as (
 ),
 {%- endif %}
 
+{%- if current_relation is not none %}
+
+history as (
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, high)) }}
+),
+{%- endif %}
+
 stays as (
-    {{ entity_state.entity_state_islands('events', 'seed' if current_relation is not none else none) }}
+    {{ entity_state.entity_state_islands(
+        'events',
+        'seed' if current_relation is not none else none,
+        'history' if current_relation is not none else none,
+    ) }}
 ),
 
 closed as (
@@ -71,10 +85,11 @@ closed as (
         start_time,
         end_time,
         last_event_ts,
-        closed_ingested_at
+        closed_ingested_at,
+        repaired_through_ingested_at
     from stays
     where not is_open
-        and {{ emitted_after }}
+        and (repaired_through_ingested_at is not null or {{ emitted_after }})
 ),
 
 final as (
@@ -87,6 +102,7 @@ final as (
         end_time,
         last_event_ts,
         closed_ingested_at,
+        repaired_through_ingested_at,
         '{{ emitted_window }}' as emitted_window
     from closed
 )

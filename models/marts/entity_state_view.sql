@@ -9,7 +9,9 @@ segments as (
         start_time,
         end_time,
         last_event_ts,
-        closed_ingested_at
+        closed_ingested_at,
+        repaired_through_ingested_at,
+        emitted_window
     from {{ ref('entity_state_segments') }}
 ),
 
@@ -34,12 +36,52 @@ caught_up_segments as (
         segments.next_state_id,
         segments.start_time,
         segments.end_time,
-        segments.last_event_ts
+        segments.last_event_ts,
+        segments.closed_ingested_at,
+        segments.repaired_through_ingested_at,
+        segments.emitted_window
     from segments
     inner join current_stays
         on segments.tenant_id = current_stays.tenant_id
         and segments.entity_id = current_stays.entity_id
     where segments.closed_ingested_at <= current_stays.watermark_ingested_at
+        and coalesce(segments.repaired_through_ingested_at <= current_stays.watermark_ingested_at, true)
+),
+
+-- the entity's newest repair; two writes of one repair (a rerun) hold the same stays, either will do
+latest_repairs as (
+    select
+        tenant_id as repaired_tenant_id,
+        entity_id as repaired_entity_id,
+        max(struct(repaired_through_ingested_at, emitted_window)) as latest_repair
+    from caught_up_segments
+    where repaired_through_ingested_at is not null
+    group by tenant_id, entity_id
+),
+
+-- the latest repair replaces every stay written before it; stays closed after it are added to it
+standing_segments as (
+    select
+        caught_up_segments.tenant_id,
+        caught_up_segments.entity_id,
+        caught_up_segments.state_id,
+        caught_up_segments.next_state_id,
+        caught_up_segments.start_time,
+        caught_up_segments.end_time,
+        caught_up_segments.last_event_ts
+    from caught_up_segments
+    left join latest_repairs
+        on caught_up_segments.tenant_id = latest_repairs.repaired_tenant_id
+        and caught_up_segments.entity_id = latest_repairs.repaired_entity_id
+    where latest_repairs.latest_repair is null
+        or (
+            caught_up_segments.repaired_through_ingested_at is null
+            and caught_up_segments.closed_ingested_at > latest_repairs.latest_repair.repaired_through_ingested_at
+        )
+        or (
+            caught_up_segments.repaired_through_ingested_at = latest_repairs.latest_repair.repaired_through_ingested_at
+            and caught_up_segments.emitted_window = latest_repairs.latest_repair.emitted_window
+        )
 ),
 
 closed_stays as (
@@ -52,7 +94,7 @@ closed_stays as (
         end_time,
         last_event_ts,
         false as is_open
-    from caught_up_segments
+    from standing_segments
 ),
 
 open_stays as (

@@ -70,7 +70,7 @@ def test_a_dbt_project_that_uses_this_one_as_a_package_gets_the_same_state(proje
     assert_matches_reference(project, landed)
     dwell = project.query(f"select count(*) as stays from {project.schema}.pallet_dwell")
     assert dwell == [{"stays": 5}]
-    # this project's write path: one partition per run window, named by the window and the invocation
+    # this project's write path: one partition per run window, named by the window, the run start and the invocation
     partitions = [row["partition"] for row in project.query(f"show partitions {project.schema}.entity_state_segments")]
     assert len(partitions) == 2, partitions
-    assert all(re.fullmatch(r"emitted_window=\d{20}_[0-9a-f]{12}", p) for p in partitions), partitions
+    assert all(re.fullmatch(r"emitted_window=\d{20}_\d{20}_[0-9a-f]{12}", p) for p in partitions), partitions

@@ -16,6 +16,7 @@ SCHEDULED_MODELS = STATE_MODELS | {
     "stg_events",
     "entity_state_view",
     "events_late",
+    "entity_state_changes",
     "entity_state_daily",
 }
 

@@ -9,7 +9,7 @@ import pytest
 from tests.reference import Event
 
 from .dbt_harness import InjectedFailure, failing_statement
-from .state_assertions import assert_matches_reference, segments_rows
+from .state_assertions import assert_matches_reference, segments_rows, view_stays
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 ARRIVAL = datetime(2026, 3, 2, tzinfo=UTC)
@@ -50,6 +50,30 @@ def test_failure_between_the_two_writes_is_repaired_by_a_plain_rerun(project):
     assert_matches_reference(project, landed)
 
 
+def test_a_repair_interrupted_at_each_write_is_finished_by_a_plain_rerun(project):
+    """A late event splits a closed stay; the run that repairs it fails writing the segments partition, then the
+    current rows, then the segments watermark; each plain rerun finishes the repair, once."""
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 10), ("e-1", "C", 20), ("e-2", "A", 0))
+    project.dbt("run")
+    for minute, failing in (
+        (2, r"insert into table \S*entity_state_segments"),
+        (3, r"insert overwrite table \S*entity_state_current"),
+        (4, r"alter table \S*entity_state_segments\S* set tblproperties"),
+    ):
+        _batch(project, landed, minute, ("e-1", "D", 3 + minute), ("e-2", "B", minute))
+        with failing_statement(failing) as hits:
+            assert not project.dbt("run", expect_success=False).success
+        assert hits, f"the failure was not injected: {failing}"
+        project.dbt("run")
+        assert_matches_reference(project, landed)
+    late = project.query(
+        f"select state_id, applied_in_window_end_ingested_at is not null as is_applied "
+        f"from {project.schema}.events_late"
+    )
+    assert late == [{"state_id": "D", "is_applied": True}] * 3
+
+
 def test_dbt_retry_after_a_failed_current_write(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4))
@@ -87,7 +111,7 @@ def test_a_run_with_no_new_events_changes_nothing(project):
     assert_matches_reference(project, landed)
 
 
-def test_late_event_is_kept_aside_and_full_refresh_gives_the_same_state(project):
+def test_late_event_repairs_history_and_full_refresh_gives_the_same_view(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 10))
     project.dbt("run")
@@ -97,9 +121,12 @@ def test_late_event_is_kept_aside_and_full_refresh_gives_the_same_state(project)
     late = project.query(f"select state_id, event_time from {project.schema}.events_late")
     assert late == [{"state_id": "C", "event_time": (T0 + timedelta(minutes=5)).replace(tzinfo=None)}]
 
-    incremental = segments_rows(project)
+    # the late C at :05 splits the closed stay A (:00 to :10) and is listed as late
+    closed, _ = view_stays(project)
+    assert [(s.state_id, s.next_state_id) for s in closed] == [("A", "C"), ("C", "B")]
+    incremental = view_stays(project)
     project.dbt("run", "--full-refresh")
-    assert segments_rows(project) == incremental
+    assert view_stays(project) == incremental
     assert_matches_reference(project, landed)
 
 
@@ -120,7 +147,7 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
     project.execute(
         f"insert into {project.schema}.entity_state_segments partition (emitted_window) "
         f"select tenant_id, entity_id, state_id, 'Z', start_time, end_time, last_event_ts, closed_ingested_at, "
-        f"emitted_window from {project.schema}.entity_state_segments limit 1"
+        f"repaired_through_ingested_at, emitted_window from {project.schema}.entity_state_segments limit 1"
     )
     result = project.dbt("test", expect_success=False)
     failed = {r.node.name for r in result.result if r.status == "fail"}

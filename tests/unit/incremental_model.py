@@ -28,7 +28,10 @@ class Warehouse:
     landed: list[Event] = field(default_factory=list)
     current: dict[tuple[str, str], CurrentRow] | None = None
     current_watermark: datetime | None = None
-    segments: list[tuple[ClosedStay, datetime]] | None = None
+    # each closed stay with the arrival of its closing event and, for an entity walked again from its whole history
+    # (a late event), the repair: the arrival of the newest event it walked and the write's number
+    segments: list[tuple[ClosedStay, datetime, tuple[datetime, int] | None]] | None = None
+    writes: int = 0
     segments_watermark: datetime | None = None
 
     def _valid(self, low: datetime | None, high: datetime | None) -> list[Event]:
@@ -41,8 +44,11 @@ class Warehouse:
                 rows.add(Event(tenant, entity, state, e.event_time, e.ingested_at))
         return list(rows)
 
-    def walk(self, events: list[Event], seed: dict[tuple[str, str], CurrentRow] | None):
-        """Returns (closed stays with their closing ingested_at, open rows by entity)."""
+    def walk(self, events: list[Event], seed: dict[tuple[str, str], CurrentRow] | None, high: datetime | None):
+        """Returns (closed stays with their closing ingested_at and, for a repaired entity, the arrival of the newest
+        event the repair walked; open rows by entity). An entity with a late event (older than an event from an
+        earlier batch, or than its stored last event) is walked again from all its events landed up to `high`,
+        without its stored row."""
         seed = seed or {}
         first: dict[tuple, datetime] = {}
         for e in events:
@@ -58,13 +64,23 @@ class Warehouse:
         for key, items in by_entity.items():
             row = seed.get(key)
             applied = []
+            repaired_through = None
             for time, ingested, state in items:
                 earlier = [t for t, i, _ in items if i < ingested] + ([row.last_event_ts] if row else [])
                 if earlier and time < max(earlier):
-                    continue
+                    repaired_through = high
                 if row and time == row.last_event_ts and state in row.states_at_last_event_ts:
                     continue
                 applied.append((time, ingested, state))
+            if repaired_through is not None:
+                row = None
+                history: dict[tuple, datetime] = {}
+                for e in self._valid(None, high):
+                    if (e.tenant_id, e.entity_id) == key:
+                        k = (e.event_time, e.state_id)
+                        history[k] = min(history.get(k, e.ingested_at), e.ingested_at)
+                applied = [(time, ingested, state) for (time, state), ingested in history.items()]
+                repaired_through = max(ingested for _, ingested, _ in applied)
             if not applied:
                 continue
             applied.sort()
@@ -77,7 +93,7 @@ class Warehouse:
                     islands.append([state, time, time, ingested, None])
             for island, following in itertools.pairwise(islands):
                 stay = ClosedStay(key[0], key[1], island[0], following[0], island[1], following[1], island[2])
-                closed.append((stay, following[3]))
+                closed.append((stay, following[3], repaired_through))
             last_ts = max(i[2] for i in islands)
             states = {i[0] for i in islands if i[2] == last_ts}
             if row and row.last_event_ts == last_ts:
@@ -92,8 +108,13 @@ class Warehouse:
         low = self.current_watermark if incremental and self.current is not None else None
         high = max((e.ingested_at for e in self.landed), default=None)
         emitted = self.effective_segments_watermark() if incremental else None
-        closed, _ = self.walk(self._valid(low, high), seed)
-        new = [(s, c) for s, c in closed if emitted is None or c > emitted]
+        closed, _ = self.walk(self._valid(low, high), seed, high)
+        self.writes += 1
+        new = [
+            (s, c, (repaired_through, self.writes) if repaired_through else None)
+            for s, c, repaired_through in closed
+            if repaired_through or emitted is None or c > emitted
+        ]
         self.segments = (self.segments if incremental else []) + new
         if fail_before_watermark:
             return
@@ -103,7 +124,7 @@ class Warehouse:
     def effective_segments_watermark(self) -> datetime | None:
         if self.segments is None:
             return None
-        marks = [c for _, c in self.segments] + ([self.segments_watermark] if self.segments_watermark else [])
+        marks = [c for _, c, _ in self.segments] + ([self.segments_watermark] if self.segments_watermark else [])
         return max(marks) if marks else None
 
     # entity_state_current
@@ -112,7 +133,7 @@ class Warehouse:
         low = self.current_watermark if incremental else None
         high = self.effective_segments_watermark()
         stored = self.current if incremental else {}
-        _, opened = self.walk(self._valid(low, high), stored)
+        _, opened = self.walk(self._valid(low, high), stored, high)
         rows = dict(stored)
         for key, (state, start, last, states) in opened.items():
             rows[key] = CurrentRow(state, start, last, states, high)
@@ -120,11 +141,23 @@ class Warehouse:
         self.current_watermark = high
 
     def view(self) -> tuple[list[ClosedStay], list[OpenStay]]:
+        """Closed stays up to each entity's current watermark; once a repair is caught up with, the entity shows
+        the stays of its latest repair and those closed after it."""
         current = self.current or {}
-        closed = [
-            s
-            for s, c in (self.segments or [])
+        caught_up = [
+            (s, c, r)
+            for s, c, r in (self.segments or [])
             if (s.tenant_id, s.entity_id) in current and c <= current[(s.tenant_id, s.entity_id)].watermark
         ]
+        latest_repair: dict[tuple[str, str], tuple[datetime, int]] = {}
+        for s, _, r in self.segments or []:
+            key = (s.tenant_id, s.entity_id)
+            if r is not None and key in current and r[0] <= current[key].watermark:
+                latest_repair[key] = max(latest_repair.get(key, r), r)
+        closed = []
+        for s, c, r in caught_up:
+            latest = latest_repair.get((s.tenant_id, s.entity_id))
+            if (r is None and (latest is None or c > latest[0])) or (r is not None and r == latest):
+                closed.append(s)
         opened = [OpenStay(k[0], k[1], r.state_id, r.start_time, r.last_event_ts) for k, r in current.items()]
         return closed, opened

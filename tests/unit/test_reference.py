@@ -42,15 +42,51 @@ def test_article_example_gives_the_expected_stays_for_every_split():
         assert result.late == []
 
 
-def test_event_older_than_an_earlier_batch_is_late_and_changes_nothing():
+def test_event_older_than_an_earlier_batch_is_late_and_takes_its_place_in_the_timeline():
     events = [
         Event("t", "e", "A", at("2026-01-01 10:00"), at("2026-01-02 00:00")),
         Event("t", "e", "B", at("2026-01-01 09:00"), at("2026-01-02 00:01")),
     ]
     result = recompute(events)
-    assert result.closed == []
+    assert result.closed == [
+        ClosedStay("t", "e", "B", "A", at("2026-01-01 09:00"), at("2026-01-01 10:00"), at("2026-01-01 09:00"))
+    ]
     assert result.open == [OpenStay("t", "e", "A", at("2026-01-01 10:00"), at("2026-01-01 10:00"))]
     assert [e.state_id for e in result.late] == ["B"]
+
+
+def stays_after_late(late_state: str, late_minute: int) -> list[tuple]:
+    """A-A (9:00, 9:20), B (9:40), C (10:00), then one late event at 9:`late_minute` in a later batch."""
+    first, later = at("2026-01-02 00:00"), at("2026-01-02 00:01")
+    events = [
+        Event("t", "e", "A", at("2026-01-01 09:00"), first),
+        Event("t", "e", "A", at("2026-01-01 09:20"), first),
+        Event("t", "e", "B", at("2026-01-01 09:40"), first),
+        Event("t", "e", "C", at("2026-01-01 10:00"), first),
+        Event("t", "e", late_state, at("2026-01-01 09:00").replace(minute=late_minute), later),
+    ]
+    result = recompute(events)
+    stays = [(s.state_id, s.start_time.minute, s.end_time.minute, s.last_event_ts.minute) for s in result.closed]
+    stays += [(s.state_id, s.start_time.minute, None, s.last_event_ts.minute) for s in result.open]
+    return sorted(stays, key=lambda stay: stay[1] if stay[2] is not None else 99)
+
+
+def test_late_events_split_extend_prepend_and_join_stays():
+    # another state inside a closed stay splits it in three
+    assert stays_after_late("C", 10) == [
+        ("A", 0, 10, 0),
+        ("C", 10, 20, 10),
+        ("A", 20, 40, 20),
+        ("B", 40, 0, 40),
+        ("C", 0, None, 0),
+    ]
+    # the same state after the stay's last event extends last_event_ts only
+    assert stays_after_late("B", 50) == [("A", 0, 40, 20), ("B", 40, 0, 50), ("C", 0, None, 0)]
+    # another state after the stay's last event ends it there; joined with the next stay when that has its state
+    assert stays_after_late("C", 30) == [("A", 0, 30, 20), ("C", 30, 40, 30), ("B", 40, 0, 40), ("C", 0, None, 0)]
+    assert stays_after_late("B", 30) == [("A", 0, 30, 20), ("B", 30, 0, 40), ("C", 0, None, 0)]
+    # an exact duplicate arriving late changes nothing
+    assert stays_after_late("A", 20) == [("A", 0, 40, 20), ("B", 40, 0, 40), ("C", 0, None, 0)]
 
 
 def test_out_of_order_events_within_one_batch_are_not_late():
