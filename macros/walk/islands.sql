@@ -26,6 +26,15 @@ classified as (
 
 {%- if seed is not none %}
 
+-- an entity with a late event is repaired; a window function over the partitioning classified already has, so
+-- telling the entities apart costs no join
+classified_entities as (
+    select
+        *,
+        max(is_late) over (partition by tenant_id, entity_id) as is_entity_repaired
+    from classified
+),
+
 repaired_entities as (
     select distinct
         tenant_id as repaired_tenant_id,
@@ -57,20 +66,16 @@ repair_events as (
 
 applied_events as (
     select
-        classified.tenant_id,
-        classified.entity_id,
-        classified.state_id,
-        classified.event_time,
-        classified.ingested_at,
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at,
         false as is_repaired
-    from classified
     {%- if seed is not none %}
-    left anti join repaired_entities
-        on classified.tenant_id = repaired_entities.repaired_tenant_id
-        and classified.entity_id = repaired_entities.repaired_entity_id
-    {%- endif %}
-    where not classified.is_seen_before
-    {%- if seed is not none %}
+    from classified_entities
+    where not is_seen_before
+        and not is_entity_repaired
 
     union all
 
@@ -82,6 +87,8 @@ applied_events as (
         ingested_at,
         true as is_repaired
     from repair_events
+    {%- else %}
+    from classified
     {%- endif %}
 ),
 
