@@ -138,16 +138,16 @@ landed_counts as (
     group by ingested_at
 ),
 
+-- a stay is closed by the first event of the next one (its end_time and next_state_id); a repair writes stays again,
+-- so each closing event counts once, however many writes hold a stay it closes
 closed_counts as (
     select
         closed_ingested_at as ingested_at,
-        count(*) as stays_closed
+        count(distinct tenant_id, entity_id, end_time, next_state_id) as stays_closed
     from {{ ref('entity_state_segments') }}
     where
         {{ entity_state.window_predicate('closed_ingested_at', counted_through, high) }}
         and {{ entity_state.emitted_since(counted_through) }}
-        -- a repair emits stays again (entity_state_changes says what it changed); a stay counts where it closed
-        and repaired_through_ingested_at is null
     group by closed_ingested_at
 ),
 
