@@ -16,9 +16,11 @@
 {#- The landed rows that can be applied, trimmed, each distinct event once: the body of stg_events. `landed_filter`
     narrows stg_landing_events first: a state model passes its window there, where the filter on the landing file's
     modification time still reaches the file listing (after the dedup it no longer could). Rows without a full key
-    or an event time cannot be placed on any timeline: events_rejected keeps them. -#}
-{% macro applicable_events(landed_filter='true') %}
-    select distinct
+    or an event time cannot be placed on any timeline: events_rejected keeps them. `each_row_once=false` leaves
+    repeated rows in, for a reader that aggregates them anyway: without the distinct's shuffle, a join above the
+    scan runs in the scan's own stage (the repair's read of history relies on it). -#}
+{% macro applicable_events(landed_filter='true', each_row_once=true) %}
+    select {{ 'distinct' if each_row_once }}
         trim(tenant_id) as tenant_id,
         trim(entity_id) as entity_id,
         trim(state_id) as state_id,

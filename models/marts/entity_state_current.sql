@@ -77,7 +77,7 @@ stored as (
 {%- if incremental %}
 
 history as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, high)) }}
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, high), each_row_once=false) }}
 ),
 {%- endif %}
 

@@ -64,7 +64,7 @@ seed as (
 {%- if current_relation is not none %}
 
 history as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, high)) }}
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, high), each_row_once=false) }}
 ),
 {%- endif %}
 
