@@ -112,7 +112,9 @@ def _as_time(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def _assert_equals_reference(dump: dict, events: list[Event]) -> None:
+def _assert_equals_reference(dump: dict, events: list[Event], *, late_batch_applied_alone: bool = True) -> None:
+    """Compare the view with the recompute; a late event applied by a later run than its entity's earlier events
+    must have been applied by a repair write."""
     reference = recompute(events)
     rows = dump["entity_state_view"]
     closed = [
@@ -143,7 +145,10 @@ def _assert_equals_reference(dump: dict, events: list[Event]) -> None:
     ]
     assert len(in_order) == len(set(in_order)), "entity_state_segments emits a stay twice"
     repairs = {r["emitted_window"] for r in dump["entity_state_segments"] if r["repaired_through_ingested_at"]}
-    assert repairs or not reference.late, "a late event was applied without a repair"
+    if late_batch_applied_alone:
+        assert repairs or not reference.late, "a late event was applied without a repair"
+    else:
+        assert not repairs, "one run applied both batches, so it had nothing to repair"
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +191,8 @@ def test_a_first_run_killed_while_it_builds_a_state_table_is_repaired_by_a_plain
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]
     assert (project.home / "killed_at").read_text() == "mid-write"
     project.land(SECOND_BATCH, 2)
-    _assert_equals_reference(project.run_and_dump(), project.landed)
+    # nothing was committed, so the rerun walks both batches at once: e-3's R is early in that walk, not late
+    _assert_equals_reference(project.run_and_dump(), project.landed, late_batch_applied_alone=False)
 
 
 def test_of_two_runs_at_the_same_time_one_proceeds_and_the_other_is_refused_at_once(after_first_batch):
