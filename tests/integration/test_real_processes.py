@@ -68,9 +68,17 @@ class ProcessProject:
             "TZ": "UTC",
             # Each process here runs a few statements and dies: the C1 compiler alone and the serial collector start
             # its JVM with less work (about a fifth less time per process on 2 cores), and what is tested (a SIGKILL
-            # of that JVM and a plain rerun) does not depend on how Java compiles Spark's code.
+            # of that JVM and a plain rerun) does not depend on how Java compiles Spark's code. C1 alone shrinks the
+            # code cache to 48 MB by default, which a full run's generated code can fill (the JVM then fails with
+            # "Out of space in CodeCache"): keep the tiered default size.
             "JAVA_TOOL_OPTIONS": " ".join(
-                filter(None, [os.environ.get("JAVA_TOOL_OPTIONS"), "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"])
+                filter(
+                    None,
+                    [
+                        os.environ.get("JAVA_TOOL_OPTIONS"),
+                        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC",
+                    ],
+                )
             ),
         }
 
