@@ -21,6 +21,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def dbt_artifacts_of_this_process(tmp_path_factory) -> None:
+    """dbt's target and log folders for this pytest process alone: with `-n 2` (make test-integration) two
+    processes run dbt on the one project, and a shared `target/` would mix their manifests and partial-parse
+    files. The dbt processes the tests start inherit the variables."""
+    artifacts = tmp_path_factory.mktemp("dbt_artifacts")
+    os.environ["DBT_TARGET_PATH"] = str(artifacts / "target")
+    os.environ["DBT_LOG_PATH"] = str(artifacts / "logs")
+
+
 @pytest.fixture(scope="session")
 def dbt_session(request: pytest.FixtureRequest, tmp_path_factory) -> DbtProject:
     target = request.config.getoption("--target")

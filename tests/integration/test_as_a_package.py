@@ -50,7 +50,9 @@ def _dbt(folder: Path, *args: str) -> None:
     cwd = os.getcwd()
     os.chdir(folder)
     try:
-        result = dbtRunner().invoke([*args, "--quiet", "--project-dir", str(folder)])
+        # its own target folder: the one the tests share (DBT_TARGET_PATH) holds this project's partial-parse file
+        target = ["--target-path", str(folder / "target")] if args[0] != "deps" else []
+        result = dbtRunner().invoke([*args, "--quiet", "--project-dir", str(folder), *target])
     finally:
         os.chdir(cwd)
     assert result.success, f"dbt {' '.join(args)} in the consumer project failed: {result.exception or result.result}"
