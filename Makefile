@@ -103,13 +103,14 @@ test-unit: install ## Pure-Python tests: the reference and the model of the incr
 # Each Spark suite ends with its slowest tests, where the time of `make test` goes.
 DURATIONS := --durations=10 --durations-min=5
 
-# Two pytest processes (pytest-xdist), a test file each at a time: each has its own Spark session, warehouse and
-# metastore, and a file's tests share its module fixtures. Most of a test is dbt and Spark planning on one thread, so
-# two processes fill the 2 cores; INTEGRATION_WORKERS=0 runs them in this process, one after the other.
+# Two pytest processes (pytest-xdist), each with its own Spark session, warehouse and metastore. Tests are handed out
+# one at a time, the longest first (tests/integration/conftest.py orders them), so neither process sits idle while the
+# other finishes a long one. Most of a test is dbt and Spark planning on one thread, so two processes fill the 2
+# cores; INTEGRATION_WORKERS=0 runs them in this process, one after the other.
 INTEGRATION_WORKERS ?= 2
 
 test-integration: install ## dbt on local Spark, in-process: article splits, run orders, failures, property test
-	$(BIN)/python -m pytest tests/integration -n $(INTEGRATION_WORKERS) --dist loadfile $(DURATIONS)
+	$(BIN)/python -m pytest tests/integration -n $(INTEGRATION_WORKERS) --dist load --maxschedchunk 1 $(DURATIONS)
 
 # A pytest process of its own: it starts its own in-process Spark, with its own warehouse and metastore.
 test-adapter: install ## dbt's incremental adapter tests with this project as a package: users' models keep dbt-spark's

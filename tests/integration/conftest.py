@@ -10,6 +10,20 @@ from .dbt_harness import TARGETS, DbtProject, thrift_connection
 os.environ["TZ"] = "UTC"
 time.tzset()
 
+# The test files whose tests take longest (seconds per test in CI runs: the property test 430-710, the batches of a
+# million events or entities 180-320, each real-process test about 100, as each starts new JVMs). `make
+# test-integration` hands tests to its two processes one at a time in collection order (`--dist load`), so these go
+# first and the short ones fill the gaps at the end; handed out last, one long test would leave the other process idle.
+LONGEST_FIRST = ("test_property_splits.py", "test_scale.py", "test_real_processes.py", "test_table_input.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the files' own order otherwise, so every process collects the same order
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
