@@ -5,6 +5,12 @@
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
+    {%- set node = entity_state._state_node(model_name) -%}
+    {{ return(adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias)) }}
+{% endmacro %}
+
+{#- The graph node of a model of this project, by name. -#}
+{% macro _state_node(model_name) %}
     {%- set nodes = graph.nodes.values()
         | selectattr('resource_type', 'equalto', 'model')
         | selectattr('package_name', 'equalto', model.package_name)
@@ -16,8 +22,7 @@
             ~ "', found " ~ (nodes | length) ~ ". Check the model name."
         ) }}
     {%- endif -%}
-    {%- set node = nodes[0] -%}
-    {{ return(adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias)) }}
+    {{ return(nodes[0]) }}
 {% endmacro %}
 
 {#- `is_incremental()` for the `state_table` materialization (dbt's own answers true for `incremental` models

@@ -8,34 +8,12 @@
     )
 }}
 
-{#- One row per landed batch, once segments and the quarantine have both processed it. Lateness is judged as the
-    walk judges it: window events against the stored current rows, read from the current table's watermark.
-    entity_state_current never moves past this table's watermark, so every batch counted here is newer than every
-    current row it is judged against. Written one partition per window, like entity_state_segments. -#}
-{%- set current_relation = entity_state.state_relation('entity_state_current') if entity_state.has_stored_state() else none -%}
-{%- set low = entity_state.read_watermark(current_relation) -%}
-{%- set recorded = entity_state.read_watermark(this) if entity_state.has_stored_state() else none -%}
-{%- set counted_through = entity_state.emitted_watermark(this, 'batch_ingested_at', recorded) if entity_state.has_stored_state() else none -%}
-{%- set segments_relation = entity_state.state_relation('entity_state_segments') -%}
-{%- set segments_through = entity_state.emitted_watermark(
-    segments_relation, 'closed_ingested_at', entity_state.read_watermark(segments_relation)
-) -%}
-{%- set rejected_relation = entity_state.state_relation('events_rejected') -%}
-{%- set rejected_through = entity_state.emitted_watermark(
-    rejected_relation, 'ingested_at', entity_state.read_watermark(rejected_relation)
-) -%}
-{%- set is_waiting_for_current = entity_state.is_seed_damaged(current_relation) -%}
-{%- set high = none if segments_through is none or rejected_through is none or is_waiting_for_current
-    else [segments_through, rejected_through] | min -%}
-{%- set known_watermarks = [counted_through, high] | reject('none') | list -%}
-{%- set next_watermark = known_watermarks | max if known_watermarks else none -%}
-{%- set emitted_window = entity_state.window_partition_value(next_watermark) -%}
-{{ entity_state.write_plan(
-    watermark=next_watermark,
-    partition=emitted_window,
-    is_window_empty=entity_state.is_window_empty(counted_through, high),
-    recorded_watermark=recorded,
-) }}
+{#- One row per landed batch, once segments and the quarantine have both processed it (its window: yml meta
+    `state_window`, macro state_window). Lateness is judged as the walk judges it: the window's events against the
+    current table's stored rows, read from that table's watermark; the current table never moves past what this
+    table has counted, so every batch counted here is newer than the rows it is judged against. -#}
+{%- set window = entity_state.state_window() -%}
+{{ entity_state.write_plan(**window.plan) }}
 
 with
 
@@ -47,7 +25,7 @@ landed as (
         source_file_name,
         reject_reason
     from {{ ref('stg_landing_events') }}
-    where {{ entity_state.landed_window_predicate(counted_through, high) }}
+    where {{ entity_state.landed_window_predicate(window.start, window.high) }}
 ),
 
 rejected as (
@@ -56,17 +34,17 @@ rejected as (
         count(*) as rows_rejected
     from {{ ref('events_rejected') }}
     where
-        {{ entity_state.window_predicate('ingested_at', counted_through, high) }}
-        and {{ entity_state.emitted_since(counted_through) }}
+        {{ entity_state.window_predicate('ingested_at', window.start, window.high) }}
+        and {{ entity_state.emitted_since(window.start) }}
     group by ingested_at
 ),
 
 -- the window the walk sees: from the current table's watermark, so the stored rows seed it
 events as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(low, high)) }}
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(window.low, window.high)) }}
 ),
 
-{%- if current_relation is not none %}
+{%- if window.seed is not none %}
 
 seed as (
     select
@@ -77,13 +55,13 @@ seed as (
         last_event_ts,
         states_at_last_event_ts,
         watermark_ingested_at
-    from {{ current_relation }}
+    from {{ window.seed }}
 ),
 {%- endif %}
 
 -- each distinct event once, at its first arrival in the window, with its lateness
 classified as (
-    {{ entity_state.classify_window_events('events', 'seed' if current_relation is not none else none) }}
+    {{ entity_state.classify_window_events('events', 'seed' if window.seed is not none else none) }}
 ),
 
 first_arrival_counts as (
@@ -99,7 +77,7 @@ first_arrival_counts as (
 -- the events of the window the seed has not applied; an event that arrived again in a later batch of the window
 -- is a repeat there (its first arrival is the one classified above)
 unapplied as (
-    {{ entity_state.events_after_seed('events', 'seed' if current_relation is not none else none) }}
+    {{ entity_state.events_after_seed('events', 'seed' if window.seed is not none else none) }}
 ),
 
 cross_batch_repeats as (
@@ -146,8 +124,8 @@ closed_counts as (
         count(distinct tenant_id, entity_id, end_time, next_state_id) as stays_closed
     from {{ ref('entity_state_segments') }}
     where
-        {{ entity_state.window_predicate('closed_ingested_at', counted_through, high) }}
-        and {{ entity_state.emitted_since(counted_through) }}
+        {{ entity_state.window_predicate('closed_ingested_at', window.start, window.high) }}
+        and {{ entity_state.emitted_since(window.start) }}
     group by closed_ingested_at
 ),
 
@@ -168,12 +146,12 @@ final as (
         coalesce(first_arrival_counts.rows_late, 0) as rows_late,
         landed_counts.entities_touched,
         coalesce(closed_counts.stays_closed, 0) as stays_closed,
-        {{ entity_state.micros_to_timestamp(counted_through) if counted_through is not none
+        {{ entity_state.micros_to_timestamp(window.start) if window.start is not none
             else 'cast(null as timestamp)' }} as window_start_ingested_at,
-        {{ entity_state.micros_to_timestamp(high) if high is not none else 'cast(null as timestamp)' }}
-            as window_end_ingested_at,
+        {{ entity_state.micros_to_timestamp(window.high) if window.high is not none
+            else 'cast(null as timestamp)' }} as window_end_ingested_at,
         current_timestamp() as processed_at,
-        '{{ emitted_window }}' as emitted_window
+        '{{ window.plan.partition }}' as emitted_window
     from landed_counts
     left join first_arrival_counts on landed_counts.ingested_at = first_arrival_counts.ingested_at
     left join distinct_event_counts on landed_counts.ingested_at = distinct_event_counts.ingested_at

@@ -10,50 +10,20 @@
 
 -- depends_on: {{ ref('entity_state_segments') }}
 -- depends_on: {{ ref('entity_state_batches') }}
-{#- This table never moves past what entity_state_segments has emitted: the window ends at the segments
-    watermark, so segments can always seed its next walk from the rows stored here. Nor past what
-    entity_state_batches has counted (once that table exists), so the batches it counts next are all newer than
-    the rows stored here. Only the hash buckets that the window touches are rewritten. A bucket that lost rows (a
-    run killed while Spark replaced it, see lost_current_buckets) makes this run rebuild the table from the landed
-    events instead; segments and the batch counts wait for that rebuild. -#}
-{%- set lost_buckets = entity_state.lost_current_buckets(this) if entity_state.has_stored_state() else [] -%}
-{%- set incremental = entity_state.has_stored_state() and not lost_buckets -%}
-{%- if lost_buckets %}
-{%- do log(
-    this ~ ': the rows of buckets ' ~ lost_buckets | join(', ') ~ ' are gone (a run was killed while Spark replaced '
-    ~ 'them); rebuilding the table from the landed events', info=true
-) -%}
-{%- endif -%}
-{%- set low = entity_state.read_watermark(this) if incremental else none -%}
-{%- set segments_relation = entity_state.state_relation('entity_state_segments') -%}
-{%- set segments_through = entity_state.emitted_watermark(
-    segments_relation, 'closed_ingested_at', entity_state.read_watermark(segments_relation)
-) -%}
-{%- set batches_relation = entity_state.state_relation('entity_state_batches') -%}
-{%- set counted_through = entity_state.emitted_watermark(
-    batches_relation, 'batch_ingested_at', entity_state.read_watermark(batches_relation)
-) -%}
-{%- if batches_relation is none or segments_through is none -%}
-    {%- set high = segments_through -%}
-{%- elif counted_through is none -%}
-    {%- set high = none -%}
-{%- else -%}
-    {%- set high = [segments_through, counted_through] | min -%}
-{%- endif -%}
-{{ entity_state.write_plan(
-    watermark=high,
-    rebuild='buckets ' ~ lost_buckets | join(', ') ~ ' lost rows' if lost_buckets else none,
-    is_window_empty=incremental and entity_state.is_window_empty(low, high),
-    recorded_watermark=low,
-) }}
+{#- One row per entity: its open stay (its window: yml meta `state_window`, macro state_window). It never moves past
+    what segments has emitted, which seeds its next walk from the rows stored here, nor past what the batch counts
+    have counted. Only the hash buckets the window touches are rewritten; a bucket that lost rows (a run killed while
+    Spark replaced it, see lost_current_buckets) makes the run rebuild the table from the landed events. -#}
+{%- set window = entity_state.state_window() -%}
+{{ entity_state.write_plan(**window.plan) }}
 
 with
 
 events as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(low, high)) }}
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(window.low, window.high)) }}
 ),
 
-{%- if incremental %}
+{%- if window.seed is not none %}
 
 touched_buckets as (
     select distinct {{ entity_state.entity_bucket() }} as entity_bucket
@@ -69,23 +39,23 @@ stored as (
         last_event_ts,
         states_at_last_event_ts,
         watermark_ingested_at
-    from {{ this }}
+    from {{ window.seed }}
     where entity_bucket in (select touched_buckets.entity_bucket from touched_buckets)
 ),
 {%- endif %}
 
-{%- if incremental %}
+{%- if window.seed is not none %}
 
 history as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, high), each_row_once=false) }}
+    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, window.high), each_row_once=false) }}
 ),
 {%- endif %}
 
 stays as (
     {{ entity_state.entity_state_islands(
         'events',
-        'stored' if incremental else none,
-        'history' if incremental else none,
+        'stored' if window.seed is not none else none,
+        'history' if window.seed is not none else none,
     ) }}
 ),
 
@@ -101,7 +71,7 @@ open_stays as (
     where is_open
 ),
 
-{%- if incremental %}
+{%- if window.seed is not none %}
 
 -- entities in a rewritten bucket that the window did not advance keep their stored stay
 unchanged as (
@@ -121,7 +91,7 @@ unchanged as (
 
 all_stays as (
     select * from open_stays
-    {%- if incremental %}
+    {%- if window.seed is not none %}
     union all
     select * from unchanged
     {%- endif %}
@@ -135,8 +105,8 @@ final as (
         start_time,
         last_event_ts,
         states_at_last_event_ts,
-        {{ entity_state.micros_to_timestamp(high) if high is not none else 'cast(null as timestamp)' }}
-            as watermark_ingested_at,
+        {{ entity_state.micros_to_timestamp(window.high) if window.high is not none
+            else 'cast(null as timestamp)' }} as watermark_ingested_at,
         count(*) over (partition by {{ entity_state.entity_bucket() }}) as bucket_entities,
         {{ entity_state.entity_bucket() }} as entity_bucket
     from all_stays

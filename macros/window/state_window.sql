@@ -1,0 +1,142 @@
+{#- A state table's window: what one run of the model reads and writes, decided once while it compiles, from what the
+    model declares in its yml under `config.meta.state_window` (see _declared_window for the keys). Returns a dict:
+    - `seed`: the relation whose stored open stays seed the walk, or none (first build, full refresh, rebuild, the
+      seed table not built yet, or no seed declared);
+    - `low`: where the events the run reads start, exclusive (epoch microseconds, none = from the first): the seed's
+      watermark, or `start` for a table without a seed;
+    - `start`: what the table holds already: for a table written one partition per window, how far it has emitted
+      (its recorded watermark, or its rows' if a run stopped before recording); otherwise its recorded watermark;
+    - `high`: where the window ends, inclusive: the least of what it may not pass; none while it must wait;
+    - `plan`: the arguments of write_plan: the watermark to record (the window's end, never below `start`), the
+      partition to add (tables written one partition per window), why the table is rebuilt, if it is, and whether
+      the window holds nothing new. -#}
+{% macro state_window() %}
+    {%- set window = {'seed': none, 'low': none, 'start': none, 'high': none, 'plan': {}} -%}
+    {#- parsing: a model's yml is applied after its SQL is parsed, so its declaration is not there yet -#}
+    {%- if not execute -%}
+        {{ return(window) }}
+    {%- endif -%}
+    {%- set declared = entity_state._declared_window(model) -%}
+    {%- do entity_state._assert_bounds_are_dependencies(declared) -%}
+    {%- set is_stored = entity_state.has_stored_state() -%}
+    {%- set recorded = entity_state.read_watermark(this) if is_stored else none -%}
+    {%- set rebuild = none -%}
+    {%- set is_waiting = false -%}
+
+    {#- the seed: a seed that lost rows makes its own table rebuild and every other table wait -#}
+    {%- if is_stored and declared.seed is not none -%}
+        {%- set seed = this if declared.seed == 'this' else entity_state.state_relation(declared.seed) -%}
+        {%- set lost_buckets = entity_state.lost_current_buckets(seed) -%}
+        {%- if lost_buckets and declared.seed == 'this' -%}
+            {%- set rebuild = 'buckets ' ~ lost_buckets | join(', ') ~ ' lost rows' -%}
+            {%- set seed = none -%}
+            {%- do log(
+                this ~ ': the rows of buckets ' ~ lost_buckets | join(', ') ~ ' are gone (a run was killed while Spark '
+                ~ 'replaced them); rebuilding the table from the landed events', info=true
+            ) -%}
+        {%- elif lost_buckets -%}
+            {%- set is_waiting = true -%}
+            {%- do log(
+                this ~ ' waits: ' ~ seed ~ ' lost the rows of buckets ' ~ lost_buckets | join(', ')
+                ~ '; its next run (a plain dbt run) rebuilds it', info=true
+            ) -%}
+        {%- endif -%}
+        {%- do window.update({'seed': seed}) -%}
+    {%- endif -%}
+
+    {%- if rebuild is none and is_stored -%}
+        {%- do window.update({'start': entity_state.emitted_watermark(this, declared.emitted_column, recorded)
+            if declared.emitted_column else recorded}) -%}
+    {%- endif -%}
+    {%- if declared.seed is none -%}
+        {%- do window.update({'low': window.start}) -%}
+    {%- elif window.seed is not none -%}
+        {%- do window.update({'low': recorded if declared.seed == 'this' else entity_state.read_watermark(window.seed)}) -%}
+    {%- endif -%}
+
+    {#- the end: the least of the bounds; a bound not there yet (nothing landed, a table not built or not written)
+        makes the window wait, except a table declared `once_built` while it does not exist -#}
+    {%- set bounds = [] -%}
+    {%- for bound in declared.may_not_pass if not is_waiting -%}
+        {%- if bound.table == 'landing' -%}
+            {%- set landed_through = entity_state.landing_high_watermark(files_since=window.low) -%}
+            {%- do entity_state.assert_landing_files_complete(window.low, landed_through) -%}
+            {%- do bounds.append(landed_through) -%}
+        {%- else -%}
+            {%- set relation = entity_state.state_relation(bound.table) -%}
+            {%- if relation is not none or not bound.once_built -%}
+                {%- set emitted_column = entity_state._declared_window(
+                    entity_state._state_node(bound.table)).emitted_column -%}
+                {%- set bound_recorded = entity_state.read_watermark(relation) -%}
+                {%- do bounds.append(entity_state.emitted_watermark(relation, emitted_column, bound_recorded)
+                    if emitted_column else bound_recorded) -%}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- do window.update({'high': none if is_waiting or not bounds or none in bounds else bounds | min}) -%}
+
+    {%- set known = [window.start, window.high] | reject('none') | list -%}
+    {%- set watermark = known | max if known else none -%}
+    {%- do window.update({'plan': {
+        'watermark': watermark,
+        'partition': entity_state.window_partition_value(watermark) if declared.emitted_column else none,
+        'rebuild': rebuild,
+        'is_window_empty': is_stored and rebuild is none and entity_state.is_window_empty(window.start, window.high),
+        'recorded_watermark': recorded,
+    }}) -%}
+    {{ return(window) }}
+{% endmacro %}
+
+{#- What a state model declares about its window, from `config.meta.state_window` in its yml, with defaults:
+    - `seed`: the state table whose stored open stays seed its walk (`this` for the table's own rows), or none;
+    - `may_not_pass`: the watermarks its window ends at (the least of them): `landing` (the newest landed arrival)
+      or a state table (how far it has emitted); each as a name, or as `{table: name, once_built: true}` for a table
+      that holds the window back only once it exists;
+    - `emitted_column`: for a table written one partition per window, its column holding the arrival each row was
+      emitted for, or none. -#}
+{% macro _declared_window(node) %}
+    {%- set declared = (node.config.meta or {}).get('state_window') -%}
+    {%- if declared is not mapping -%}
+        {{ exceptions.raise_compiler_error(
+            "state_window: model " ~ node.name ~ " declares no window. Add config.meta.state_window to its yml, "
+            ~ "with may_not_pass (and seed, emitted_column where they apply): see macros/window/state_window.sql"
+        ) }}
+    {%- endif -%}
+    {%- set unknown = declared.keys() | reject('in', ['seed', 'may_not_pass', 'emitted_column']) | list -%}
+    {%- if unknown or not declared.get('may_not_pass') -%}
+        {{ exceptions.raise_compiler_error(
+            "state_window: the window of model " ~ node.name ~ " needs may_not_pass (a list) and takes only seed, "
+            ~ "may_not_pass and emitted_column; got " ~ (declared.keys() | list | join(', '))
+        ) }}
+    {%- endif -%}
+    {%- set bounds = [] -%}
+    {%- for bound in declared.may_not_pass -%}
+        {%- do bounds.append(
+            bound if bound is mapping and bound.get('once_built') in [true, false] and bound.get('table') is string
+            else {'table': bound, 'once_built': false} if bound is string
+            else exceptions.raise_compiler_error(
+                "state_window: each may_not_pass entry of model " ~ node.name ~ " is a table name, 'landing', or "
+                ~ "{table: name, once_built: true}; got " ~ bound
+            )
+        ) -%}
+    {%- endfor -%}
+    {{ return({
+        'seed': declared.get('seed'),
+        'may_not_pass': bounds,
+        'emitted_column': declared.get('emitted_column'),
+    }) }}
+{% endmacro %}
+
+{#- A table the window may not pass is read before this model writes: it must run first, so it is a dependency
+    (a `ref`, or a `-- depends_on:` comment when the model reads it without one). The seed is not: the seed table
+    is written after the tables it seeds, from what they emitted. -#}
+{% macro _assert_bounds_are_dependencies(declared) %}
+    {%- for bound in declared.may_not_pass if bound.table != 'landing' -%}
+        {%- if entity_state._state_node(bound.table).unique_id not in model.depends_on.nodes -%}
+            {{ exceptions.raise_compiler_error(
+                "state_window: model " ~ model.name ~ " may not pass " ~ bound.table ~ ", so it must run after it: add "
+                ~ "-- depends_on: {{ ref('" ~ bound.table ~ "') }} to " ~ model.original_file_path
+            ) }}
+        {%- endif -%}
+    {%- endfor -%}
+{% endmacro %}
