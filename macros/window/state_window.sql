@@ -19,9 +19,24 @@
     {%- set declared = entity_state._declared_window(model) -%}
     {%- do entity_state._assert_bounds_are_dependencies(declared) -%}
     {%- set is_stored = entity_state.has_stored_state() -%}
-    {%- set recorded = entity_state.read_watermark(this) if is_stored else none -%}
+    {%- set properties = entity_state.table_properties(this) if is_stored else {} -%}
+    {%- set recorded = properties.get(entity_state.watermark_property()) -%}
+    {%- set recorded = recorded | int if recorded is not none else none -%}
     {%- set rebuild = none -%}
     {%- set is_waiting = false -%}
+
+    {#- a table that follows another's writes starts again when that table was built anew: the writes it followed
+        are gone -#}
+    {%- set followed_build = entity_state.table_created_at(entity_state.state_relation(declared.follows))
+        if declared.follows is not none else none -%}
+    {%- if is_stored and followed_build is not none
+        and properties.get(entity_state.followed_build_property()) != followed_build -%}
+        {%- set rebuild = declared.follows ~ ' was built anew' -%}
+        {%- do log(
+            this ~ ': ' ~ declared.follows ~ ' was built anew since this table last followed its writes; rebuilding '
+            ~ 'the table from its current writes', info=true
+        ) -%}
+    {%- endif -%}
 
     {#- the seed: a seed that lost rows makes its own table rebuild and every other table wait -#}
     {%- if is_stored and declared.seed is not none -%}
@@ -83,6 +98,7 @@
         'rebuild': rebuild,
         'is_window_empty': is_stored and rebuild is none and entity_state.is_window_empty(window.start, window.high),
         'recorded_watermark': recorded,
+        'followed_build': followed_build if not is_stored or rebuild is not none else none,
     }}) -%}
     {{ return(window) }}
 {% endmacro %}
@@ -93,7 +109,10 @@
       or a state table (how far it has emitted); each as a name, or as `{table: name, once_built: true}` for a table
       that holds the window back only once it exists;
     - `emitted_column`: for a table written one partition per window, its column holding the arrival each row was
-      emitted for, or none. -#}
+      emitted for, or none;
+    - `follows`: for a table that turns another state table's writes (its partitions) into rows of its own, that
+      table: when it is built anew (a full refresh), the writes followed so far are gone, so this table is rebuilt
+      from the new ones. -#}
 {% macro _declared_window(node) %}
     {%- set declared = (node.config.meta or {}).get('state_window') -%}
     {%- if declared is not mapping -%}
@@ -102,11 +121,11 @@
             ~ "with may_not_pass (and seed, emitted_column where they apply): see macros/window/state_window.sql"
         ) }}
     {%- endif -%}
-    {%- set unknown = declared.keys() | reject('in', ['seed', 'may_not_pass', 'emitted_column']) | list -%}
+    {%- set unknown = declared.keys() | reject('in', ['seed', 'may_not_pass', 'emitted_column', 'follows']) | list -%}
     {%- if unknown or not declared.get('may_not_pass') -%}
         {{ exceptions.raise_compiler_error(
             "state_window: the window of model " ~ node.name ~ " needs may_not_pass (a list) and takes only seed, "
-            ~ "may_not_pass and emitted_column; got " ~ (declared.keys() | list | join(', '))
+            ~ "may_not_pass, emitted_column and follows; got " ~ (declared.keys() | list | join(', '))
         ) }}
     {%- endif -%}
     {%- set bounds = [] -%}
@@ -124,18 +143,21 @@
         'seed': declared.get('seed'),
         'may_not_pass': bounds,
         'emitted_column': declared.get('emitted_column'),
+        'follows': declared.get('follows'),
     }) }}
 {% endmacro %}
 
-{#- A table the window may not pass is read before this model writes: it must run first, so it is a dependency
-    (a `ref`, or a `-- depends_on:` comment when the model reads it without one). The seed is not: the seed table
+{#- A table the window may not pass, or follows, is read before this model writes: it must run first, so it is a
+    dependency (a `ref`, or a `-- depends_on:` comment when the model reads it without one). The seed is not: the seed table
     is written after the tables it seeds, from what they emitted. -#}
 {% macro _assert_bounds_are_dependencies(declared) %}
-    {%- for bound in declared.may_not_pass if bound.table != 'landing' -%}
-        {%- if entity_state._state_node(bound.table).unique_id not in model.depends_on.nodes -%}
+    {%- set tables = declared.may_not_pass | map(attribute='table') | reject('equalto', 'landing') | list
+        + ([declared.follows] if declared.follows is not none else []) -%}
+    {%- for table in tables -%}
+        {%- if entity_state._state_node(table).unique_id not in model.depends_on.nodes -%}
             {{ exceptions.raise_compiler_error(
-                "state_window: model " ~ model.name ~ " may not pass " ~ bound.table ~ ", so it must run after it: add "
-                ~ "-- depends_on: {{ ref('" ~ bound.table ~ "') }} to " ~ model.original_file_path
+                "state_window: the window of model " ~ model.name ~ " depends on " ~ table ~ ", so the model must run "
+                ~ "after it: add -- depends_on: {{ ref('" ~ table ~ "') }} to " ~ model.original_file_path
             ) }}
         {%- endif -%}
     {%- endfor -%}

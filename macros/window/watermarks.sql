@@ -7,27 +7,58 @@
 {% endmacro %}
 
 {% macro read_watermark(relation) %}
+    {%- set recorded = entity_state.table_properties(relation).get(entity_state.watermark_property()) -%}
+    {{ return(recorded | int if recorded is not none else none) }}
+{% endmacro %}
+
+{#- The table properties of a relation, as a dict (empty for none). -#}
+{% macro table_properties(relation) %}
+    {%- if not execute or relation is none -%}
+        {{ return({}) }}
+    {%- endif -%}
+    {%- set properties = {} -%}
+    {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
+        {%- do properties.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {{ return(properties) }}
+{% endmacro %}
+
+{#- Name of the table property that stores which build of the table it follows a table derived from another's
+    writes was computed from (state_window, key `follows`). -#}
+{% macro followed_build_property() %}
+    {{ return('entity_state.followed_build') }}
+{% endmacro %}
+
+{#- When a table was created, as the metastore says (text), or none: a full refresh or a rebuild creates the table
+    anew, so this tells one build of a state table from the next. -#}
+{% macro table_created_at(relation) %}
     {%- if not execute or relation is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set properties = run_query('show tblproperties ' ~ relation) -%}
-    {%- for row in properties.rows if row[0] == entity_state.watermark_property() -%}
-        {{ return(row[1] | int) }}
+    {%- for row in run_query('describe table extended ' ~ relation).rows if row[0] == 'Created Time' -%}
+        {{ return(row[1]) }}
     {%- endfor -%}
     {{ return(none) }}
 {% endmacro %}
 
 {#- Post-hook of the state models: records the watermark of the model's write plan, the one its rows were computed
-    for. -#}
+    for, and, for a table that follows another's writes, which build of that table it followed. -#}
 {% macro record_watermark() %}
     {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set watermark = entity_state.read_write_plan(model.compiled_code).get('watermark') -%}
-    {%- if watermark is none -%}
+    {%- set plan = entity_state.read_write_plan(model.compiled_code) -%}
+    {%- set properties = [] -%}
+    {%- if plan.get('watermark') is not none -%}
+        {%- do properties.append("'" ~ entity_state.watermark_property() ~ "' = '" ~ plan.watermark ~ "'") -%}
+    {%- endif -%}
+    {%- if plan.get('followed_build') is not none -%}
+        {%- do properties.append("'" ~ entity_state.followed_build_property() ~ "' = '" ~ plan.followed_build ~ "'") -%}
+    {%- endif -%}
+    {%- if not properties -%}
         {{ return('') }}
     {%- endif -%}
-    alter table {{ this }} set tblproperties ('{{ entity_state.watermark_property() }}' = '{{ watermark }}')
+    alter table {{ this }} set tblproperties ({{ properties | join(', ') }})
 {% endmacro %}
 
 {#- How far a table written one partition per window (`entity_state_segments`, `events_rejected`) has emitted:

@@ -26,3 +26,23 @@
         emitted_window >= '{{ entity_state._padded_micros(micros) }}'
     {%- endif -%}
 {% endmacro %}
+
+{#- Filter for the partitions of a table written one partition per window whose windows ended after `start` and at
+    or before `high` (epoch microseconds; start none = from the first), on `column`, the partition column or a copy
+    of its values. The partition value starts with its window's end as fixed-width text, and '~' sorts after every
+    character that follows it, so the bounds are plain text comparisons that Spark prunes partitions with. -#}
+{% macro written_in_window(start, high, column='emitted_window') %}
+    {%- if high is none -%}
+        false
+    {%- else -%}
+        {%- if start is not none -%}
+            {{ column }} > '{{ entity_state._padded_micros(start) }}~' and
+        {% endif -%}
+        {{ column }} < '{{ entity_state._padded_micros(high) }}~'
+    {%- endif -%}
+{% endmacro %}
+
+{#- The end of the window of a partition value, as a timestamp (SQL): the inverse of window_partition_value. -#}
+{% macro partition_window_end(column) %}
+    timestamp_micros(cast(substr({{ column }}, 1, 20) as bigint))
+{% endmacro %}

@@ -9,8 +9,12 @@
     - `partition`: the partition a model written with `insert_new_partition` adds (see insert_new_partition_sql).
     - `rebuild`: why the table is built aside and swapped in, as a full refresh does, instead of written to.
     - `is_window_empty`: true when the model's window holds nothing new; the materialization then writes nothing
-      (no statement, no empty partition) and only the post-hooks run. -#}
-{% macro write_plan(watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none) %}
+      (no statement, no empty partition) and only the post-hooks run.
+    - `followed_build`: for a table that follows another's writes, the build of that table its rows start from
+      (table_created_at), recorded by record_watermark; given when the table is built. -#}
+{% macro write_plan(
+    watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none, followed_build=none
+) %}
     {%- set plan = {} -%}
     {%- set is_recorded = watermark is not none and recorded_watermark is not none
         and watermark | int == recorded_watermark | int and rebuild is none -%}
@@ -18,6 +22,7 @@
     {%- if partition is not none -%}{%- do plan.update({'partition': partition}) -%}{%- endif -%}
     {%- if rebuild is not none -%}{%- do plan.update({'rebuild': rebuild}) -%}{%- endif -%}
     {%- if is_window_empty -%}{%- do plan.update({'is_window_empty': true}) -%}{%- endif -%}
+    {%- if followed_build is not none -%}{%- do plan.update({'followed_build': followed_build}) -%}{%- endif -%}
     {%- set text = tojson(plan, sort_keys=true) -%}
     {%- if '*/' in text -%}
         {{ exceptions.raise_compiler_error(

@@ -1,13 +1,27 @@
-{#- What each write of entity_state_segments changed in the closed stays, in the order of the writes
-    (`change_window`, the partition the write added). A stay closed in order is added once. A repair (an entity that
-    received a late event) retracts the entity's stays that stood before it and adds the ones it walked, leaving out
-    the stays that are the same in both. Applying the rows in `change_window` order (retract, then add) rebuilds
-    the closed stays of entity_state_view once the current table has caught up. A view over the partitions of
-    entity_state_segments, which are only ever added: a window's rows never change once written. -#}
+{{
+    config(
+        materialized='state_table',
+        incremental_strategy=entity_state.state_write_strategy('new_partition'),
+        partition_by=['emitted_window'],
+        post_hook=["{{ entity_state.record_watermark() }}"],
+        on_schema_change='fail',
+    )
+}}
+
+{#- What each write of entity_state_segments changed in the closed stays (`change_window`, the partition the write
+    added), added by each run for the writes segments made since the last (its window: yml meta `state_window`, macro
+    state_window). A stay closed in order is added once. A repair (an entity that received a late event) retracts the
+    entity's stays that stood before it and adds the ones it walked, leaving out the stays that are the same in both;
+    what stood before is read from the entity's earlier writes, so only repaired entities' history is read. Applying
+    the rows in `change_window` order (retract, then add) rebuilds the closed stays of entity_state_view once the
+    current table has caught up. -#}
+{%- set window = entity_state.state_window() -%}
+{{ entity_state.write_plan(**window.plan) }}
 
 with
 
-segments as (
+-- the writes of segments this run turns into changes
+new_writes as (
     select
         tenant_id,
         entity_id,
@@ -20,16 +34,45 @@ segments as (
         repaired_through_ingested_at,
         emitted_window
     from {{ ref('entity_state_segments') }}
+    where {{ entity_state.written_in_window(window.start, window.high) }}
 ),
 
+-- every repair so far: rare, and parquet skips the row groups where the column is null throughout
 repairs as (
     select distinct
         tenant_id as repaired_tenant_id,
         entity_id as repaired_entity_id,
         emitted_window as repair_window,
         repaired_through_ingested_at
-    from segments
+    from {{ ref('entity_state_segments') }}
     where repaired_through_ingested_at is not null
+),
+
+repaired_in_window as (
+    select distinct
+        tenant_id,
+        entity_id
+    from new_writes
+    where repaired_through_ingested_at is not null
+),
+
+-- every write so far of the entities repaired in this run's writes
+repaired_entity_writes as (
+    select
+        segments.tenant_id,
+        segments.entity_id,
+        segments.state_id,
+        segments.next_state_id,
+        segments.start_time,
+        segments.end_time,
+        segments.last_event_ts,
+        segments.closed_ingested_at,
+        segments.repaired_through_ingested_at,
+        segments.emitted_window
+    from {{ ref('entity_state_segments') }} as segments
+    left semi join repaired_in_window
+        on segments.tenant_id = repaired_in_window.tenant_id
+        and segments.entity_id = repaired_in_window.entity_id
 ),
 
 -- each repair with the one before it, in write order
@@ -49,26 +92,31 @@ repair_sequence as (
 standing_before_repair as (
     select
         repair_sequence.repair_window,
-        segments.tenant_id,
-        segments.entity_id,
-        segments.state_id,
-        segments.next_state_id,
-        segments.start_time,
-        segments.end_time,
-        segments.last_event_ts,
-        segments.closed_ingested_at
+        repaired_entity_writes.tenant_id,
+        repaired_entity_writes.entity_id,
+        repaired_entity_writes.state_id,
+        repaired_entity_writes.next_state_id,
+        repaired_entity_writes.start_time,
+        repaired_entity_writes.end_time,
+        repaired_entity_writes.last_event_ts,
+        repaired_entity_writes.closed_ingested_at
     from repair_sequence
-    inner join segments
-        on repair_sequence.repaired_tenant_id = segments.tenant_id
-        and repair_sequence.repaired_entity_id = segments.entity_id
-        and repair_sequence.repair_window > segments.emitted_window
-    where (
-        segments.repaired_through_ingested_at is null
-        and coalesce(
-            segments.closed_ingested_at > repair_sequence.previous_repaired_through_ingested_at, true
+    inner join repaired_entity_writes
+        on repair_sequence.repaired_tenant_id = repaired_entity_writes.tenant_id
+        and repair_sequence.repaired_entity_id = repaired_entity_writes.entity_id
+        and repair_sequence.repair_window > repaired_entity_writes.emitted_window
+    where
+        {{ entity_state.written_in_window(window.start, window.high, 'repair_sequence.repair_window') }}
+        and (
+            (
+                repaired_entity_writes.repaired_through_ingested_at is null
+                and coalesce(
+                    repaired_entity_writes.closed_ingested_at > repair_sequence.previous_repaired_through_ingested_at,
+                    true
+                )
+            )
+            or repaired_entity_writes.emitted_window = repair_sequence.previous_repair_window
         )
-    )
-    or segments.emitted_window = repair_sequence.previous_repair_window
 ),
 
 repaired as (
@@ -82,7 +130,7 @@ repaired as (
         end_time,
         last_event_ts,
         closed_ingested_at
-    from segments
+    from new_writes
     where repaired_through_ingested_at is not null
 ),
 
@@ -138,23 +186,23 @@ added_by_repairs as (
 -- when a run was stopped before it recorded the watermark)
 added_in_order as (
     select
-        segments.emitted_window as change_window,
+        new_writes.emitted_window as change_window,
         'added' as change_kind,
-        segments.tenant_id,
-        segments.entity_id,
-        segments.state_id,
-        segments.next_state_id,
-        segments.start_time,
-        segments.end_time,
-        segments.last_event_ts,
-        segments.closed_ingested_at
-    from segments
+        new_writes.tenant_id,
+        new_writes.entity_id,
+        new_writes.state_id,
+        new_writes.next_state_id,
+        new_writes.start_time,
+        new_writes.end_time,
+        new_writes.last_event_ts,
+        new_writes.closed_ingested_at
+    from new_writes
     left anti join repairs
-        on segments.tenant_id = repairs.repaired_tenant_id
-        and segments.entity_id = repairs.repaired_entity_id
-        and segments.emitted_window > repairs.repair_window
-        and segments.closed_ingested_at <= repairs.repaired_through_ingested_at
-    where segments.repaired_through_ingested_at is null
+        on new_writes.tenant_id = repairs.repaired_tenant_id
+        and new_writes.entity_id = repairs.repaired_entity_id
+        and new_writes.emitted_window > repairs.repair_window
+        and new_writes.closed_ingested_at <= repairs.repaired_through_ingested_at
+    where new_writes.repaired_through_ingested_at is null
 ),
 
 all_changes as (
@@ -176,7 +224,9 @@ final as (
         start_time,
         end_time,
         last_event_ts,
-        closed_ingested_at
+        closed_ingested_at,
+        {{ entity_state.partition_window_end('change_window') }} as change_window_end_ingested_at,
+        '{{ window.plan.partition }}' as emitted_window
     from all_changes
 )
 

@@ -1,6 +1,6 @@
 """Run dbt in a process of its own, for the tests that need a real process: SIGKILL at a chosen point of a run,
 two runs at once. Each process boots its own JVM, so the state lives in its own ENTITY_STATE_HOME.
-DBT_ARGS default to `run`; `--dump` writes the view and the segments table as JSON after dbt finishes.
+DBT_ARGS default to `run`; `--dump` writes the view, the segments table and the changes feed as JSON after dbt finishes.
 
     python -m tests.integration.dbt_process [--kill-at REGEX [--kill-when before|mid-write]] [--dump OUT.json]
         [DBT_ARGS...]
@@ -86,7 +86,7 @@ def _dump(output: Path) -> None:
     schema = os.environ["ENTITY_STATE_SCHEMA"]
     spark = SparkSession.builder.getOrCreate()  # the session dbt opened, with the profile's settings
     tables = {}
-    for name in ("entity_state_view", "entity_state_segments"):
+    for name in ("entity_state_view", "entity_state_segments", "entity_state_changes"):
         rows = spark.sql(f"select * from {schema}.{name}").collect()
         tables[name] = [{key: _jsonable(value) for key, value in row.asDict().items()} for row in rows]
     output.write_text(json.dumps(tables))

@@ -23,6 +23,7 @@ from entity_state.landing import LANDED_SCHEMA
 from tests.reference import ClosedStay, Event, OpenStay, recompute
 
 from .dbt_harness import PROJECT_DIR
+from .state_assertions import stays_from_changes
 
 SCHEMA = "entity_state_killed"
 T0 = datetime(2026, 4, 1, 6, 0, tzinfo=UTC)
@@ -48,6 +49,7 @@ KILL_POINTS = {
     "between the two state models": (r"entity_state_current__dbt_tmp", "before"),
     "in the middle of the current write": (r"insert overwrite table \S*entity_state_current\b", "mid-write"),
     "between the current write and its watermark": (r"alter table \S*entity_state_current set tblproperties", "before"),
+    "between the changes write and its watermark": (r"alter table \S*entity_state_changes set tblproperties", "before"),
 }
 
 
@@ -152,6 +154,9 @@ def _assert_equals_reference(dump: dict, events: list[Event], *, late_batch_appl
         if r["repaired_through_ingested_at"] is None
     ]
     assert len(in_order) == len(set(in_order)), "entity_state_segments emits a stay twice"
+    assert stays_from_changes(dump["entity_state_changes"]) == sorted(reference.closed, key=repr), (
+        "entity_state_changes does not rebuild the closed stays"
+    )
     repairs = {r["emitted_window"] for r in dump["entity_state_segments"] if r["repaired_through_ingested_at"]}
     if late_batch_applied_alone:
         assert repairs or not reference.late, "a late event was applied without a repair"

@@ -10,13 +10,18 @@ from tests.reference import Event
 
 from .state_assertions import assert_matches_reference
 
-STATE_MODELS = {"entity_state_segments", "entity_state_current", "entity_state_batches", "events_rejected"}
+STATE_MODELS = {
+    "entity_state_segments",
+    "entity_state_current",
+    "entity_state_batches",
+    "events_rejected",
+    "entity_state_changes",
+}
 SCHEDULED_MODELS = STATE_MODELS | {
     "stg_landing_events",
     "stg_events",
     "entity_state_view",
     "events_late",
-    "entity_state_changes",
     "entity_state_daily",
 }
 
