@@ -1,6 +1,7 @@
 """The state tables' windows as their models declare them (`config.meta.state_window` in the models' yml), and a
-picture of them: which table seeds which, and which watermarks each may not pass. The declarations are the one
-source: the macro state_window reads the same keys when a model compiles. From the project root,
+picture of them: which table seeds which, which watermarks each may not pass, and which follows another's writes.
+The declarations are the one source: the macro state_window reads the same keys when a model compiles. From the
+project root,
 `.venv/bin/python -m entity_state.protocol` redraws assets/state_windows.png (shown by the docs site and
 docs/design.md)."""
 
@@ -26,6 +27,7 @@ class StateWindow:
     seed: str | None
     may_not_pass: tuple[Bound, ...]
     emitted_column: str | None
+    follows: str | None = None
 
 
 def state_windows(project_dir: Path) -> dict[str, StateWindow]:
@@ -42,7 +44,11 @@ def state_windows(project_dir: Path) -> dict[str, StateWindow]:
             )
             seed = declared.get("seed")
             windows[model["name"]] = StateWindow(
-                model["name"], model["name"] if seed == "this" else seed, bounds, declared.get("emitted_column")
+                model["name"],
+                model["name"] if seed == "this" else seed,
+                bounds,
+                declared.get("emitted_column"),
+                declared.get("follows"),
             )
     return windows
 
@@ -73,15 +79,15 @@ def draw(windows: dict[str, StateWindow], out: Path) -> Path:
     columns: dict[int, list[str]] = {}
     for name, level in sorted(levels.items(), key=lambda item: (item[1], item[0])):
         columns.setdefault(level, []).append(name)
-    # a lone table sits high in odd columns and low in even ones, so a bound that skips a column passes above it
+    # tables of one column spread apart, a lone one in the middle, so a bound that skips a column passes between them
     position = {
-        name: (level * 3.2, (len(names) - 1) * 0.9 - row * 1.8 if len(names) > 1 else (0.9 if level % 2 else -0.7))
+        name: (level * 4.0, (len(names) - 1) * 1.3 - row * 2.6)
         for level, names in columns.items()
         for row, name in enumerate(names)
     }
     position[LANDING] = (0.0, 0.0)
 
-    figure, axes = plt.subplots(figsize=(11, 4.6))
+    figure, axes = plt.subplots(figsize=(13, 5.2))
     boxes = {}
     for name, (x, y) in position.items():
         window = windows.get(name)
@@ -131,16 +137,19 @@ def draw(windows: dict[str, StateWindow], out: Path) -> Path:
             arrow(bound.table, window.model, ":" if bound.once_built else "-", "#1f5fa8", 0.0)
         if window.seed:
             arrow(window.seed, window.model, "--", "#c0392b", 0.3)
+        if window.follows:
+            arrow(window.follows, window.model, "-.", "#2e8b57", -0.3)
 
     axes.legend(
         handles=[
             Line2D([], [], color="#1f5fa8", label="may not pass: the window ends at this watermark"),
             Line2D([], [], color="#1f5fa8", linestyle=":", label="the same, once that table is built"),
             Line2D([], [], color="#c0392b", linestyle="--", label="seed: its stored open stays start the walk"),
+            Line2D([], [], color="#2e8b57", linestyle="-.", label="follows its writes, rebuilt with it"),
         ],
         loc="lower center",
-        bbox_to_anchor=(0.5, -0.16),
-        ncol=3,
+        bbox_to_anchor=(0.5, -0.12),
+        ncol=2,
         fontsize=8,
         frameon=False,
     )
