@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,8 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from entity_state.generate import EventStream, StreamConfig, batch_file_name
-from entity_state.landing import write_atomically
+from entity_state.generate import EventStream, StreamConfig, batch_file_name, state_name
+from entity_state.landing import LANDED_SCHEMA, write_atomically
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -60,6 +60,8 @@ SIZES = {
         "file_events": 20,
         "daily_histories": [2_000, 4_000],
         "daily_tick_seconds": 60,
+        "late_history": 4_000,
+        "heavy_entity_events": 500,
     },
     "quick": {
         "entities": 20_000,
@@ -77,6 +79,8 @@ SIZES = {
         "file_events": 20,
         "daily_histories": [100_000, 400_000],
         "daily_tick_seconds": 10,
+        "late_history": 400_000,
+        "heavy_entity_events": 10_000,
     },
     "full": {
         "entities": 200_000,
@@ -95,9 +99,11 @@ SIZES = {
         "file_events": 20,
         "daily_histories": [1_000_000, 5_000_000],
         "daily_tick_seconds": 1,
+        "late_history": 5_000_000,
+        "heavy_entity_events": 100_000,
     },
 }
-SECTIONS = ("history", "fixed", "skew", "files", "daily")
+SECTIONS = ("history", "fixed", "skew", "files", "daily", "late")
 # realistic noise in every stream: 1% exact duplicates, 10% of rows out of order within their batch
 NOISE = {"duplicate_share": 0.01, "disorder": 0.1}
 
@@ -178,6 +184,13 @@ class Workspace:
         if backdate:
             stamp = table.column("ingested_at")[0].as_py().timestamp()
             os.utime(path, (stamp, stamp))
+        self.files.append({"path": str(path), "role": role, "events": table.num_rows})
+        return table.num_rows
+
+    def land_table(self, table: pa.Table, stream: EventStream, role: str) -> int:
+        """Land rows built outside the stream (named after the stream's batch count, which then moves on)."""
+        stream.batches += 1
+        path = write_atomically(table, self.landing / batch_file_name(table, stream.config, stream.batches))
         self.files.append({"path": str(path), "role": role, "events": table.num_rows})
         return table.num_rows
 
@@ -699,6 +712,82 @@ def landing_history(results: Results, sizes: dict, out: Path) -> None:
     print(f"  contrast: {value:.2f} with old files not skipped", flush=True)
 
 
+HEAVY_ENTITY = "pallet-heavy"
+
+
+def late_events(results: Results, sizes: dict, out: Path) -> None:
+    """Late events against in-order ones on the same history: a batch with 1% of its rows up to a week late, against
+    the same shape in order; and one event a month late on an entity with many events, against one in-order event.
+    Event times are one second apart, so the history spans months and "a week" and "a month" late mean what they say.
+    """
+    workspace = Workspace(out, "late")
+    config = StreamConfig(entities=sizes["entities"], tick=timedelta(seconds=1), **NOISE)
+    stream = EventStream(config)
+    history, heavy = sizes["late_history"], sizes["heavy_entity_events"]
+    streamed, landed = 0, 0
+    print(f"late events: landing a {history:,}-event history and {heavy:,} events of {HEAVY_ENTITY}", flush=True)
+    while streamed < history:
+        batch = stream.next_batch(min(sizes["history_file"], history - streamed))
+        streamed += batch.num_rows
+        # the heavy entity's share of this stretch of time, at the batch's arrival
+        share = round(heavy * batch.num_rows / history)
+        times = pc.min_max(batch.column("event_time")).as_py()
+        heavy_rows = _heavy_entity_rows(share, times["min"], times["max"], batch.column("ingested_at")[0].as_py())
+        landed += workspace.land_table(pa.concat_tables([batch, heavy_rows]), stream, "history")
+    dbt = InProcessDbt(workspace)
+    try:
+        build = dbt.invoke("run")
+        results.add("build", f"dbt run over {landed:,} events (late-events history)", [build], landed, "")
+        in_order, late, single, single_late = [], [], [], []
+        for _ in range(sizes["reps"]):
+            workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
+            in_order.append(dbt.invoke("run"))
+            stream.config = replace(config, late_share=0.01, late_by=timedelta(days=7))
+            workspace.land(stream, sizes["batch"], "late", sizes["batch_entities"])
+            stream.config = config
+            late.append(dbt.invoke("run"))
+            workspace.land(stream, 1, "small", 1)
+            single.append(dbt.invoke("run"))
+            in_place = stream.next_batch(1, 1)
+            month_ago = in_place.column("event_time")[0].as_py() - timedelta(days=30)
+            workspace.land_table(
+                _heavy_entity_rows(1, month_ago, month_ago, in_place.column("ingested_at")[0].as_py()), stream, "late"
+            )
+            single_late.append(dbt.invoke("run"))
+        # the project's audit: the state equals the batch recompute of every landed event (fails the bench if not)
+        dbt.invoke("test", "--select", "assert_state_matches_full_recompute")
+        results.checks["late events: state equals the full recompute (audit test)"] = True
+    finally:
+        dbt.close()
+    shape = f"{sizes['batch_entities']:,} entities touched of {sizes['entities']:,}"
+    label = f"{sizes['batch']:,}-event batch on a {history:,}-event history"
+    ordered_row = results.add("late", f"in order: {label}", in_order, sizes["batch"], shape)
+    late_row = results.add("late", f"1% up to a week late: {label}", late, sizes["batch"], shape)
+    single_row = results.add("late", "in order: one event", single, 1, "")
+    label = f"one event a month late on an entity with {heavy:,} events"
+    single_late_row = results.add("late", label, single_late, 1, "")
+    value = late_row["seconds_median"] / ordered_row["seconds_median"]
+    results.ratio(f"1% late / in order, {sizes['batch']:,}-event batch", value, "<= 1.5", value <= 1.5)
+    value = single_late_row["seconds_median"] / single_row["seconds_median"]
+    results.ratio(f"one event a month late / in order, {heavy:,}-event entity", value, "<= 2", value <= 2)
+
+
+def _heavy_entity_rows(count: int, first: datetime, last: datetime, ingested_at: datetime) -> pa.Table:
+    """`count` events of HEAVY_ENTITY spread evenly from `first` to `last`, changing state every tenth event."""
+    span = (last - first) / max(count - 1, 1)
+    return pa.table(
+        {
+            "tenant_id": ["t-00"] * count,
+            "entity_id": [HEAVY_ENTITY] * count,
+            "state_id": [state_name(index // 10 % 10) for index in range(count)],
+            "event_time": [first + span * index for index in range(count)],
+            "event_time_text": pa.nulls(count, pa.string()),
+            "ingested_at": [ingested_at] * count,
+        },
+        schema=LANDED_SCHEMA,
+    )
+
+
 def machine() -> dict:
     memory = psutil.virtual_memory().total
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
@@ -863,6 +952,9 @@ def main() -> int:
         save()
     if "daily" in sections:
         daily_scaling(results, sizes, out)
+        save()
+    if "late" in sections:
+        late_events(results, sizes, out)
         save()
     print_table(results)
     if "history" in sections:  # the chart plots that section's rows
