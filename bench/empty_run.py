@@ -66,6 +66,8 @@ def main() -> int:
         state = statistics.median(sum(m.models[name] for name in STATE_MODELS) for m in measured)
         print(f"{label} in-process dbt run: {whole:.1f} s median of {len(measured)}; state models {state:.1f} s")
         print(f"  all runs: {[round(m.seconds, 1) for m in measured]}")
+        per_model = {name: statistics.median(m.models.get(name, 0.0) for m in measured) for name in measured[0].models}
+        print("  per model (median s): " + ", ".join(f"{name} {value:.2f}" for name, value in per_model.items()))
     return 0
 
 
