@@ -97,7 +97,9 @@ applied_events as (
 
 points as (
     {%- if seed is not none %}
-    -- the stored open stay of each entity the window advances, placed before all of its new events
+    -- the stored open stay of each entity the window has events of, placed before all of its new events. Keyed on
+    -- the window's events rather than on applied_events, so the classification is not planned a second time: an
+    -- entity whose window events were all applied already walks its seed alone, which gives the stored stay again
     select
         seed_rows.tenant_id,
         seed_rows.entity_id,
@@ -111,10 +113,9 @@ points as (
         seed_rows.states_at_last_event_ts as seed_states_at_last_event_ts,
         false as is_repaired
     from {{ seed }} as seed_rows
-    left semi join applied_events
-        on seed_rows.tenant_id = applied_events.tenant_id
-        and seed_rows.entity_id = applied_events.entity_id
-        and not applied_events.is_repaired
+    left semi join {{ events }} as window_events
+        on seed_rows.tenant_id = window_events.tenant_id
+        and seed_rows.entity_id = window_events.entity_id
 
     union all
     {%- endif %}
@@ -134,11 +135,26 @@ points as (
     from applied_events
 ),
 
+{%- if seed is not none %}
+
+-- a repaired entity walks its history alone, without its seed row
+walked_points as (
+    select *
+    from (
+        select
+            *,
+            max(is_repaired) over (partition by tenant_id, entity_id) as has_repaired_points
+        from points
+    ) as entity_marked_points
+    where point_rank = 1 or not has_repaired_points
+),
+{%- endif %}
+
 sequenced as (
     select
         *,
         lag(state_id) over entity_points as previous_state_id
-    from points
+    from {{ 'walked_points' if seed is not none else 'points' }}
     window entity_points as (
         partition by tenant_id, entity_id
         order by point_rank, event_time, ingested_at, state_id
@@ -193,38 +209,35 @@ linked as (
 ),
 
 -- the states seen at the entity's latest timestamp; a later batch repeating one of them is a duplicate. Only the
--- islands at that timestamp feed the aggregate, so it stays small however many events the entity has.
-states_at_last as (
+-- islands at that timestamp feed the aggregate, so it stays small however many events the entity has. A window over
+-- the entity rather than a join with its aggregate: the walk above is planned once
+with_states_at_last as (
     select
-        tenant_id as last_tenant_id,
-        entity_id as last_entity_id,
+        *,
         array_sort(array_distinct(concat(
-            collect_list(case when last_event_ts = entity_last_event_ts then state_id end),
+            collect_list(case when last_event_ts = entity_last_event_ts then state_id end) over entity_stays,
             flatten(collect_list(
                 case when seed_last_event_ts = entity_last_event_ts then seed_states_at_last_event_ts end
-            ))
+            ) over entity_stays)
         ))) as states_at_last_event_ts
     from linked
-    group by tenant_id, entity_id
+    window entity_stays as (partition by tenant_id, entity_id)
 ),
 
 final as (
     select
-        linked.tenant_id,
-        linked.entity_id,
-        linked.state_id,
-        linked.next_state_id,
-        linked.start_time,
-        linked.end_time,
-        linked.last_event_ts,
-        linked.closed_ingested_at,
-        states_at_last.states_at_last_event_ts,
-        linked.next_state_id is null as is_open,
-        case when linked.is_repaired then linked.entity_last_ingested_at end as repaired_through_ingested_at
-    from linked
-    inner join states_at_last
-        on linked.tenant_id = states_at_last.last_tenant_id
-        and linked.entity_id = states_at_last.last_entity_id
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        closed_ingested_at,
+        states_at_last_event_ts,
+        next_state_id is null as is_open,
+        case when is_repaired then entity_last_ingested_at end as repaired_through_ingested_at
+    from with_states_at_last
 )
 
 select * from final

@@ -73,27 +73,49 @@ open_stays as (
 
 {%- if window.seed is not none %}
 
--- entities in a rewritten bucket that the window did not advance keep their stored stay
-unchanged as (
+-- an entity in a rewritten bucket that the window did not advance keeps its stored stay. One union ranked per entity
+-- rather than an anti join with the walk's stays, so the walk is planned once
+ranked_stays as (
     select
-        stored.tenant_id,
-        stored.entity_id,
-        stored.state_id,
-        stored.start_time,
-        stored.last_event_ts,
-        stored.states_at_last_event_ts
-    from stored
-    left anti join open_stays
-        on stored.tenant_id = open_stays.tenant_id
-        and stored.entity_id = open_stays.entity_id
+        *,
+        row_number() over (partition by tenant_id, entity_id order by is_walked desc) as entity_rank
+    from (
+        select
+            tenant_id,
+            entity_id,
+            state_id,
+            start_time,
+            last_event_ts,
+            states_at_last_event_ts,
+            true as is_walked
+        from open_stays
+
+        union all
+
+        select
+            tenant_id,
+            entity_id,
+            state_id,
+            start_time,
+            last_event_ts,
+            states_at_last_event_ts,
+            false as is_walked
+        from stored
+    ) as candidate_stays
 ),
 {%- endif %}
 
 all_stays as (
-    select * from open_stays
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        states_at_last_event_ts
+    from {{ 'ranked_stays' if window.seed is not none else 'open_stays' }}
     {%- if window.seed is not none %}
-    union all
-    select * from unchanged
+    where entity_rank = 1
     {%- endif %}
 ),
 
