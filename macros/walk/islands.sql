@@ -257,6 +257,18 @@ unapplied as (
     {{ entity_state.events_after_seed(events, seed) }}
 ),
 
+final as (
+    {{ entity_state.classify_unapplied_events('unapplied') }}
+)
+
+select * from final
+{% endmacro %}
+
+{#- classify_window_events on the window's events the seed has not applied yet (`unapplied`, as events_after_seed
+    returns them): for a model that reads those events for counts of its own too, so that the seed is joined once. -#}
+{% macro classify_unapplied_events(unapplied) %}
+with
+
 first_arrivals as (
     select
         tenant_id,
@@ -266,7 +278,7 @@ first_arrivals as (
         min(ingested_at) as ingested_at,
         max(seed_last_event_ts) as seed_last_event_ts,
         max(seed_states_at_last_event_ts) as seed_states_at_last_event_ts
-    from unapplied
+    from {{ unapplied }}
     group by tenant_id, entity_id, state_id, event_time
 ),
 

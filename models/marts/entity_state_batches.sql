@@ -21,6 +21,8 @@ landed as (
     select
         trim(tenant_id) as tenant_id,
         trim(entity_id) as entity_id,
+        trim(state_id) as state_id,
+        event_time,
         ingested_at,
         source_file_name,
         reject_reason
@@ -59,9 +61,15 @@ seed as (
 ),
 {%- endif %}
 
+-- the events of the window the seed has not applied; an event that arrived again in a later batch of the window
+-- is a repeat there (its first arrival is the one classified below)
+unapplied as (
+    {{ entity_state.events_after_seed('events', 'seed' if window.seed is not none else none) }}
+),
+
 -- each distinct event once, at its first arrival in the window, with its lateness
 classified as (
-    {{ entity_state.classify_window_events('events', 'seed' if window.seed is not none else none) }}
+    {{ entity_state.classify_unapplied_events('unapplied') }}
 ),
 
 first_arrival_counts as (
@@ -72,12 +80,6 @@ first_arrival_counts as (
         sum(case when not is_late and not is_seen_before then 1 else 0 end) as rows_applied
     from classified
     group by ingested_at
-),
-
--- the events of the window the seed has not applied; an event that arrived again in a later batch of the window
--- is a repeat there (its first arrival is the one classified above)
-unapplied as (
-    {{ entity_state.events_after_seed('events', 'seed' if window.seed is not none else none) }}
 ),
 
 cross_batch_repeats as (
@@ -96,20 +98,15 @@ cross_batch_repeats as (
     group by ingested_at
 ),
 
-distinct_event_counts as (
-    select
-        ingested_at,
-        count(*) as distinct_events
-    from events
-    group by ingested_at
-),
-
 landed_counts as (
     select
         ingested_at,
         count(distinct source_file_name) as source_files,
         count(*) as rows_landed,
         count(*) - count(reject_reason) as rows_applicable,
+        -- the batch's distinct events, from the rows read here: `events` is then read once, by the classification
+        count(distinct case when reject_reason is null then struct(tenant_id, entity_id, state_id, event_time) end)
+            as distinct_events,
         count(distinct case when reject_reason is null then concat_ws('\u0000', tenant_id, entity_id) end)
             as entities_touched
     from landed
@@ -138,7 +135,7 @@ final as (
         -- exact repeats within the batch, of an earlier batch of the window, or of the seed's latest events
         (
             landed_counts.rows_applicable
-            - coalesce(distinct_event_counts.distinct_events, 0)
+            - landed_counts.distinct_events
             + coalesce(cross_batch_repeats.rows_repeated, 0)
             + coalesce(first_arrival_counts.rows_seen_before, 0)
         ) as rows_duplicate,
@@ -154,7 +151,6 @@ final as (
         '{{ window.plan.partition }}' as emitted_window
     from landed_counts
     left join first_arrival_counts on landed_counts.ingested_at = first_arrival_counts.ingested_at
-    left join distinct_event_counts on landed_counts.ingested_at = distinct_event_counts.ingested_at
     left join cross_batch_repeats on landed_counts.ingested_at = cross_batch_repeats.ingested_at
     left join rejected on landed_counts.ingested_at = rejected.ingested_at
     left join closed_counts on landed_counts.ingested_at = closed_counts.ingested_at
