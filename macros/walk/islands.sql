@@ -11,7 +11,8 @@
     with its true start_time. An entity with a late event in the window (older than one of its events from an
     earlier batch, or than its stored last event) is repaired: walked again from all of its events in `history`,
     without its seed, so every one of its stays comes out, with repaired_through_ingested_at: the arrival of the
-    newest event the repair walked (null for an entity walked from its seed). -#}
+    newest event the repair walked (null for an entity walked from its seed). Without a seed every event is walked
+    anyway, and an entity with a late event carries repaired_through_ingested_at all the same. -#}
 {% macro entity_state_islands(events, seed=none, history=none) %}
 {%- if seed is not none and history is none -%}
     {{ exceptions.raise_compiler_error(
@@ -74,8 +75,8 @@ applied_events as (
         state_id,
         event_time,
         ingested_at,
-        false as is_repaired
     {%- if seed is not none %}
+        false as is_repaired
     from classified_entities
     where not is_seen_before
         and not is_entity_repaired
@@ -91,6 +92,10 @@ applied_events as (
         true as is_repaired
     from repair_events
     {%- else %}
+        -- without a seed every event is walked, so nothing needs reading again; an entity with a late event is
+        -- still marked repaired: a state table that already holds rows (a run before its seed table was first
+        -- built) may hold stays of it that the late event changed, which only a repair replaces
+        max(is_late) over (partition by tenant_id, entity_id) as is_repaired
     from classified
     {%- endif %}
 ),

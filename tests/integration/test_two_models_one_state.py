@@ -130,6 +130,22 @@ def test_late_event_repairs_history_and_full_refresh_gives_the_same_view(project
     assert_matches_reference(project, landed)
 
 
+def test_a_late_event_before_the_current_table_is_first_built_is_repaired(project):
+    """Segments walks without a seed while the current table has never been built (here: segments run alone), so it
+    walks every event anyway; a stay it wrote earlier that a late event changes must still be replaced, not written
+    a second time beside the old one (found by the table-input property test)."""
+    landed: list[Event] = []
+    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 6))
+    project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
+    # C at :03 is older than B at :06 of the batch before: it splits the stay A that segments already wrote
+    _batch(project, landed, 2, ("e-1", "C", 3))
+    project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
+    project.dbt("build")
+    assert_matches_reference(project, landed)
+    closed, _ = view_stays(project)
+    assert [(s.state_id, s.next_state_id) for s in closed] == [("A", "C"), ("C", "B")]
+
+
 def test_dbt_build_runs_the_data_tests_on_the_state(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "A", 4), ("e-2", "B", 4))
