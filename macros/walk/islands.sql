@@ -5,6 +5,9 @@
              tenant_id, entity_id, state_id, start_time, last_event_ts, states_at_last_event_ts, watermark_ingested_at.
     history: with a seed, a relation or CTE name like `events` holding every landed event up to the window's end
              (repeats may be left in).
+    has_stored_stays: without a seed, whether the table the walk writes already holds stays (a run before its seed
+             table was first built): an entity with a late event is then marked repaired, so that its stays replace
+             the stored ones the late event changed.
 
     Returns one row per stay of every entity that has an applied event: the stays the window closed (is_open false)
     and the stay that is open after it (is_open true). A stay that started before the window rides in on the seed
@@ -12,8 +15,8 @@
     earlier batch, or than its stored last event) is repaired: walked again from all of its events in `history`,
     without its seed, so every one of its stays comes out, with repaired_through_ingested_at: the arrival of the
     newest event the repair walked (null for an entity walked from its seed). Without a seed every event is walked
-    anyway, and an entity with a late event carries repaired_through_ingested_at all the same. -#}
-{% macro entity_state_islands(events, seed=none, history=none) %}
+    anyway; with has_stored_stays an entity with a late event carries repaired_through_ingested_at all the same. -#}
+{% macro entity_state_islands(events, seed=none, history=none, has_stored_stays=false) %}
 {%- if seed is not none and history is none -%}
     {{ exceptions.raise_compiler_error(
         'entity_state_islands: a seeded walk needs `history` (the landed events up to the window end), '
@@ -91,11 +94,13 @@ applied_events as (
         ingested_at,
         true as is_repaired
     from repair_events
-    {%- else %}
-        -- without a seed every event is walked, so nothing needs reading again; an entity with a late event is
-        -- still marked repaired: a state table that already holds rows (a run before its seed table was first
-        -- built) may hold stays of it that the late event changed, which only a repair replaces
+    {%- elif has_stored_stays %}
+        -- without a seed every event is walked, so nothing needs reading again; the table already holds stays,
+        -- and those of an entity with a late event may be ones the late event changed, which only a repair replaces
         max(is_late) over (partition by tenant_id, entity_id) as is_repaired
+    from classified
+    {%- else %}
+        false as is_repaired
     from classified
     {%- endif %}
 ),

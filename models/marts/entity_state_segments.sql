@@ -49,6 +49,7 @@ stays as (
         'events',
         'seed' if window.seed is not none else none,
         'history' if window.seed is not none else none,
+        has_stored_stays=window.start is not none,
     ) }}
 ),
 
