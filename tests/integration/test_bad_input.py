@@ -12,6 +12,7 @@ import pytest
 from entity_state.landing import LANDED_SCHEMA
 from tests.reference import Event
 
+from .dbt_harness import BUILD_ON_THE_STATE
 from .state_assertions import assert_matches_reference
 
 T0 = datetime(2026, 5, 1, 8, 0, tzinfo=UTC)
@@ -39,7 +40,7 @@ def test_rows_that_cannot_be_applied_are_quarantined_with_a_reason(project):
         dict(_event("e-9", "A", 0), event_time=None),
     ]
     first = project.land(good + bad, ARRIVAL)
-    project.dbt("build")
+    project.dbt(*BUILD_ON_THE_STATE)
 
     rejected = project.query(
         f"select reject_reason, source_file_name, event_time_text from {project.schema}.events_rejected"
@@ -102,7 +103,7 @@ def test_hostile_strings_are_data_not_sql(project):
     rows = [_event(text, text, minute, tenant=text) for minute, text in enumerate(HOSTILE)]
     rows += [_event("e-1", text, minute) for minute, text in enumerate(HOSTILE)]
     project.land(rows, ARRIVAL)
-    project.dbt("build")
+    project.dbt(*BUILD_ON_THE_STATE)
     assert_matches_reference(project, _applied(rows, ARRIVAL))
 
 
@@ -183,7 +184,7 @@ def test_each_batch_accounts_for_every_landed_row(project):
         dict(_event("e-1", "D", 10), state_id=""),  # rejected
     ]
     project.land(second, ARRIVAL + timedelta(minutes=1))
-    project.dbt("build")
+    project.dbt(*BUILD_ON_THE_STATE)
 
     rows = project.query(
         f"select * from {project.schema}.entity_state_batches order by batch_ingested_at",

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests.reference import Event
 
-from .dbt_harness import failing_statement
+from .dbt_harness import BUILD_ON_THE_STATE, failing_statement
 from .state_assertions import assert_batches_reconcile, assert_daily_matches_reference, assert_matches_reference
 
 BASE = datetime(2026, 5, 1, tzinfo=UTC)
@@ -86,7 +86,7 @@ def run_example(project, raw, steps, stale_after: timedelta | None = None) -> No
             assert_batches_reconcile(project, landed)
             assert_daily_matches_reference(project, landed, stale_after)
         elif step == "build":
-            project.dbt("build")
+            project.dbt(*BUILD_ON_THE_STATE)
             assert_matches_reference(project, landed)
             assert_batches_reconcile(project, landed)
             assert_daily_matches_reference(project, landed, stale_after)

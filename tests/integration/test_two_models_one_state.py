@@ -8,7 +8,7 @@ import pytest
 
 from tests.reference import Event
 
-from .dbt_harness import InjectedFailure, failing_statement
+from .dbt_harness import BUILD_ON_THE_STATE, InjectedFailure, failing_statement
 from .state_assertions import assert_matches_reference, segments_rows, view_stays
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -140,7 +140,7 @@ def test_a_late_event_before_the_current_table_is_first_built_is_repaired(projec
     # C at :03 is older than B at :06 of the batch before: it splits the stay A that segments already wrote
     _batch(project, landed, 2, ("e-1", "C", 3))
     project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
-    project.dbt("build")
+    project.dbt(*BUILD_ON_THE_STATE)
     assert_matches_reference(project, landed)
     closed, _ = view_stays(project)
     assert [(s.state_id, s.next_state_id) for s in closed] == [("A", "C"), ("C", "B")]
@@ -151,7 +151,7 @@ def test_dbt_build_runs_the_data_tests_on_the_state(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "A", 4), ("e-2", "B", 4))
     project.dbt("build")
     _batch(project, landed, 2, ("e-1", "C", 6), ("e-2", "C", 4), ("e-2", "C", 5))
-    project.dbt("build")
+    project.dbt(*BUILD_ON_THE_STATE)
     assert_matches_reference(project, landed)
 
 
