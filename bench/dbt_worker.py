@@ -84,6 +84,7 @@ def bare(statements_file: str) -> None:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+        "spark.sql.codegen.cache.maxEntries": "1000",
     }
     for key, value in settings.items():
         builder = builder.config(key, value)

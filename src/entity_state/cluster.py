@@ -236,6 +236,8 @@ def _thrift_conf(settings: Settings) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(directory / "warehouse"),
+        # as in the local profile: the server is long-lived, so the compiled stages of one run serve the next
+        "spark.sql.codegen.cache.maxEntries": "1000",
         **SQL_SETTINGS,
     }
 

@@ -118,6 +118,7 @@ def dbt_profile_target(spark_home: Path) -> dict[str, Any]:
             "spark.sql.sources.partitionOverwriteMode": "dynamic",
             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
             "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+            "spark.sql.codegen.cache.maxEntries": "1000",
         },
     }
 
