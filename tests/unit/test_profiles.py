@@ -39,3 +39,20 @@ def test_log4j_writes_to_the_file_only():
     assert properties["property.logFile"].startswith("${sys:entity_state.spark_log:-")
     # the repl logger at the root's level: PySpark then prints no "Setting default log level" line
     assert properties["logger.repl.level"] == properties["rootLogger.level"]
+
+
+def test_the_local_cluster_starts_with_the_spark_sql_settings_of_the_local_profile(tmp_path, monkeypatch):
+    """Both targets must write the same tables at the same speed: every `spark.sql.*` setting of the local profile
+    (but the warehouse folder, which is each target's own) is a default of the Thrift Server `make cluster-up`
+    starts, with the same value."""
+    from entity_state import cluster
+
+    monkeypatch.setenv("ENTITY_STATE_HOME", str(tmp_path))
+    server = cluster._thrift_conf(cluster.Settings.from_env())
+    local = {
+        key: value
+        for key, value in _local_settings().items()
+        if key.startswith("spark.sql.") and key != "spark.sql.warehouse.dir"
+    }
+    assert local, "the local profile has no spark.sql settings"
+    assert {key: server.get(key) for key in local} == local
