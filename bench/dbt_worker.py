@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from entity_state.cluster import SQL_SETTINGS
+
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -79,12 +81,7 @@ def bare(statements_file: str) -> None:
         f"-Dlog4j2.configurationFile={PROJECT_DIR}/profiles/log4j2.properties "
         f"-Dentity_state.spark_log={home}/logs/spark.log",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": os.environ.get("ENTITY_STATE_SHUFFLE_PARTITIONS", "4"),
-        "spark.sql.sources.partitionOverwriteMode": "dynamic",
-        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
-        "spark.sql.codegen.cache.maxEntries": "1000",
+        **SQL_SETTINGS,
     }
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -31,14 +31,17 @@ MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 
-# The settings of the `local` profile that change results or file layout; the Thrift Server starts with them as its
-# defaults so that both targets write the same tables.
+# The `spark.sql.*` settings of the `local` profile but its warehouse folder (tests/unit/test_profiles.py keeps the
+# two equal): those that change results or file layout, and the cache of compiled stages. The Thrift Server starts
+# with them as its defaults so that both targets write the same tables at the same speed; the adapter tests' profile
+# and the benchmark's bare sessions take them from here.
 SQL_SETTINGS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+    "spark.sql.codegen.cache.maxEntries": "1000",
 }
 
 
@@ -236,8 +239,6 @@ def _thrift_conf(settings: Settings) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(directory / "warehouse"),
-        # as in the local profile: the server is long-lived, so the compiled stages of one run serve the next
-        "spark.sql.codegen.cache.maxEntries": "1000",
         **SQL_SETTINGS,
     }
 

@@ -30,6 +30,8 @@ from dbt.cli.main import dbtRunner, dbtRunnerResult
 from dbt.contracts.results import NodeStatus, RunExecutionResult
 from dbt.tests.util import run_dbt
 
+from entity_state.cluster import SQL_SETTINGS
+
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -113,12 +115,7 @@ def dbt_profile_target(spark_home: Path) -> dict[str, Any]:
             "spark.sql.catalogImplementation": "hive",
             "spark.sql.warehouse.dir": str(spark_home / "warehouse"),
             "spark.driver.extraJavaOptions": java_options,
-            "spark.sql.session.timeZone": "UTC",
-            "spark.sql.shuffle.partitions": "4",
-            "spark.sql.sources.partitionOverwriteMode": "dynamic",
-            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-            "spark.sql.legacy.timeParserPolicy": "CORRECTED",
-            "spark.sql.codegen.cache.maxEntries": "1000",
+            **SQL_SETTINGS,
         },
     }
 
