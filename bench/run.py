@@ -62,6 +62,7 @@ SIZES = {
         "daily_tick_seconds": 60,
         "late_history": 4_000,
         "heavy_entity_events": 500,
+        "long_history": 8_000,
     },
     "quick": {
         "entities": 20_000,
@@ -81,6 +82,7 @@ SIZES = {
         "daily_tick_seconds": 10,
         "late_history": 400_000,
         "heavy_entity_events": 10_000,
+        "long_history": 1_000_000,
     },
     "full": {
         "entities": 200_000,
@@ -101,9 +103,11 @@ SIZES = {
         "daily_tick_seconds": 1,
         "late_history": 5_000_000,
         "heavy_entity_events": 100_000,
+        # built by one first run, not batch by batch (the section "long")
+        "long_history": 20_000_000,
     },
 }
-SECTIONS = ("history", "fixed", "skew", "files", "daily", "late")
+SECTIONS = ("history", "fixed", "skew", "files", "daily", "late", "long")
 # realistic noise in every stream: 1% exact duplicates, 10% of rows out of order within their batch
 NOISE = {"duplicate_share": 0.01, "disorder": 0.1}
 
@@ -772,6 +776,47 @@ def late_events(results: Results, sizes: dict, out: Path) -> None:
     results.ratio(f"one event a month late / in order, {heavy:,}-event entity", value, "<= 2", value <= 2)
 
 
+def long_history(results: Results, sizes: dict, out: Path) -> None:
+    """Row 3 on a history too long to build batch by batch here: one first run over all of it, incremental batches
+    on top, then a full refresh and the bare full recompute of the same events."""
+    workspace = Workspace(out, "long")
+    stream = EventStream(StreamConfig(entities=sizes["entities"], **NOISE))
+    history, landed = sizes["long_history"], 0
+    print(f"long history: landing {history:,} events", flush=True)
+    while landed < history:
+        landed += workspace.land(stream, min(sizes["history_file"], history - landed), "history")
+    dbt = InProcessDbt(workspace)
+    try:
+        build = dbt.invoke("run")
+        results.add("long", f"first dbt run over {landed:,} events", [build], landed, "")
+        runs = []
+        for _ in range(sizes["reps"]):
+            landed += workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
+            runs.append(dbt.invoke("run"))
+        shape = f"{sizes['batch_entities']:,} entities touched of {sizes['entities']:,}"
+        label = f"incremental {sizes['batch']:,}-event batch on {history:,}-event history"
+        incremental = results.add("long", label, runs, sizes["batch"], shape)
+        refresh = [dbt.invoke("run", "--full-refresh") for _ in range(sizes["refresh_reps"])]
+        full = results.add("long", f"dbt run --full-refresh over {landed:,} events", refresh, landed, "")
+        everything = [landed_file["path"] for landed_file in workspace.files]
+        bare_full = results.add(
+            "long",
+            f"bare PySpark: every stay recomputed from {landed:,} events",
+            [dbt.bare_incremental(everything, f"bare_full_{rep}") for rep in range(sizes["refresh_reps"])],
+            landed,
+            "",
+        )
+    finally:
+        dbt.close()
+    value = full["seconds_median"] / incremental["seconds_median"]
+    results.ratio(f"full refresh / incremental at {history:,}", value, ">= 10", value >= 10)
+    value = bare_full["events_per_second"] / full["events_per_second"]
+    results.ratio(f"bare PySpark / full refresh at {history:,}, events per second", value, "<= 1.5", value <= 1.5)
+    expected = _sorted(_spark_closed_stays(workspace))
+    found = _sorted(_spark_closed_stays(workspace, workspace.home / "bare_full_0" / "segments"))
+    results.checks[f"closed stays identical: dbt and bare PySpark ({history:,} events)"] = found.equals(expected)
+
+
 def _heavy_entity_rows(count: int, first: datetime, last: datetime, ingested_at: datetime) -> pa.Table:
     """`count` events of HEAVY_ENTITY spread evenly from `first` to `last`, changing state every tenth event."""
     span = (last - first) / max(count - 1, 1)
@@ -955,6 +1000,9 @@ def main() -> int:
         save()
     if "late" in sections:
         late_events(results, sizes, out)
+        save()
+    if "long" in sections:
+        long_history(results, sizes, out)
         save()
     print_table(results)
     if "history" in sections:  # the chart plots that section's rows
