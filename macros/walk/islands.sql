@@ -12,9 +12,11 @@
     Returns one row per stay of every entity that has an applied event: the stays the window closed (is_open false)
     and the stay that is open after it (is_open true). A stay that started before the window rides in on the seed
     with its true start_time. An entity with a late event in the window (older than one of its events from an
-    earlier batch, or than its stored last event) is repaired: walked again from all of its events in `history`,
-    without its seed, so every one of its stays comes out, with repaired_through_ingested_at: the arrival of the
-    newest event the repair walked (null for an entity walked from its seed). Without a seed every event is walked
+    earlier batch, or than its stored last event) is repaired: walked again from its events in `history`, without
+    its seed, from the start of the stored stay its earliest late event falls in (an earlier stay's when another
+    stored stay had an event at that start; the beginning when the late event is older than every stored one), so
+    every stay from there on comes out, with repaired_through_ingested_at: the arrival of the newest event the repair
+    walked (null for an entity walked from its seed). Without a seed every event is walked
     anyway; with has_stored_stays an entity with a late event carries repaired_through_ingested_at all the same. -#}
 {% macro entity_state_islands(events, seed=none, history=none, has_stored_stays=false) %}
 {%- if seed is not none and history is none -%}
@@ -40,19 +42,23 @@ classified_entities as (
     from classified
 ),
 
+-- each repaired entity: its earliest late event, and how far its stored row had applied its events
 repaired_entities as (
-    select distinct
+    select
         tenant_id as repaired_tenant_id,
-        entity_id as repaired_entity_id
+        entity_id as repaired_entity_id,
+        min(event_time) as first_late_event_time,
+        max(seed_watermark_ingested_at) as stored_through_ingested_at
     from classified
     where is_late
+    group by tenant_id, entity_id
 ),
 
 -- every landed event of a repaired entity, each distinct event at its first arrival. The repaired entities are
 -- broadcast, and history holds landed rows as scanned (no shuffle below the join), so the scan runs in the stage
 -- that waits for the broadcast: when no entity is repaired, adaptive execution finds the broadcast empty and drops
 -- the scan before it starts (test_landing_history checks that such a run opens no old file)
-repair_events as (
+entity_history as (
     select /*+ broadcast(repaired_entities) */
         history_events.tenant_id,
         history_events.entity_id,
@@ -68,6 +74,60 @@ repair_events as (
         history_events.entity_id,
         history_events.state_id,
         history_events.event_time
+),
+
+-- the events the stored stays were walked from, each marked where a repair may start: the first event of a stored
+-- stay that is alone first at its time (the stay before it had its last event strictly earlier). The stays before
+-- such an event cannot change, and an event arriving later at its time sorts after it, so a walk from it alone
+-- gives every stay from its time on
+stored_events as (
+    select
+        entity_history.tenant_id,
+        entity_history.entity_id,
+        entity_history.event_time,
+        repaired_entities.first_late_event_time,
+        coalesce(
+            lag(entity_history.state_id) over stored_order <> entity_history.state_id
+            and lag(entity_history.event_time) over stored_order < entity_history.event_time,
+            true
+        ) as is_repair_start
+    from entity_history
+    inner join repaired_entities
+        on entity_history.tenant_id = repaired_entities.repaired_tenant_id
+        and entity_history.entity_id = repaired_entities.repaired_entity_id
+    where entity_history.ingested_at <= repaired_entities.stored_through_ingested_at
+    window stored_order as (
+        partition by entity_history.tenant_id, entity_history.entity_id
+        order by entity_history.event_time, entity_history.ingested_at, entity_history.state_id
+    )
+),
+
+-- a repair starts at the latest such event at or before the entity's earliest late event; with none (the late
+-- event is older than every stored one, or nothing was stored) it walks all of the entity's events
+repair_starts as (
+    select
+        tenant_id,
+        entity_id,
+        max(event_time) as repair_from_ts
+    from stored_events
+    where is_repair_start
+        and event_time <= first_late_event_time
+    group by tenant_id, entity_id
+),
+
+repair_events as (
+    select
+        entity_history.tenant_id,
+        entity_history.entity_id,
+        entity_history.state_id,
+        entity_history.event_time,
+        entity_history.ingested_at
+    from entity_history
+    left join repair_starts
+        on entity_history.tenant_id = repair_starts.tenant_id
+        and entity_history.entity_id = repair_starts.entity_id
+    where repair_starts.repair_from_ts is null
+        or entity_history.event_time >= repair_starts.repair_from_ts
 ),
 {%- endif %}
 
@@ -94,13 +154,10 @@ applied_events as (
         ingested_at,
         true as is_repaired
     from repair_events
-    {%- elif has_stored_stays %}
-        -- without a seed every event is walked, so nothing needs reading again; the table already holds stays,
-        -- and those of an entity with a late event may be ones the late event changed, which only a repair replaces
-        max(is_late) over (partition by tenant_id, entity_id) as is_repaired
-    from classified
     {%- else %}
-        false as is_repaired
+        -- without a seed every event is walked, so nothing needs reading again; when the table already holds stays,
+        -- those of an entity with a late event may be ones the late event changed, which only a repair replaces
+        {{ 'max(is_late) over (partition by tenant_id, entity_id)' if has_stored_stays else 'false' }} as is_repaired
     from classified
     {%- endif %}
 ),
@@ -287,7 +344,8 @@ first_arrivals as (
         event_time,
         min(ingested_at) as ingested_at,
         max(seed_last_event_ts) as seed_last_event_ts,
-        max(seed_states_at_last_event_ts) as seed_states_at_last_event_ts
+        max(seed_states_at_last_event_ts) as seed_states_at_last_event_ts,
+        max(seed_watermark_ingested_at) as seed_watermark_ingested_at
     from {{ unapplied }}
     group by tenant_id, entity_id, state_id, event_time
 ),
@@ -310,6 +368,7 @@ final as (
         state_id,
         event_time,
         ingested_at,
+        seed_watermark_ingested_at,
         coalesce(event_time < greatest(seed_last_event_ts, earlier_batches_last_event_ts), false) as is_late,
         coalesce(
             event_time = seed_last_event_ts and array_contains(seed_states_at_last_event_ts, state_id), false
@@ -344,7 +403,8 @@ final as (
         window_events.event_time,
         window_events.ingested_at,
         seed_rows.seed_last_event_ts,
-        seed_rows.seed_states_at_last_event_ts
+        seed_rows.seed_states_at_last_event_ts,
+        seed_rows.seed_watermark_ingested_at
     from {{ events }} as window_events
     left join seed_rows
         on window_events.tenant_id = seed_rows.seed_tenant_id
@@ -362,7 +422,8 @@ select
     event_time,
     ingested_at,
     cast(null as timestamp) as seed_last_event_ts,
-    cast(null as array<string>) as seed_states_at_last_event_ts
+    cast(null as array<string>) as seed_states_at_last_event_ts,
+    cast(null as timestamp) as seed_watermark_ingested_at
 from {{ events }}
 {%- endif %}
 {% endmacro %}

@@ -11,7 +11,8 @@
 {#- What each write of entity_state_segments changed in the closed stays (`change_window`, the partition the write
     added), added by each run for the writes segments made since the last (its window: yml meta `state_window`, macro
     state_window). A stay closed in order is added once. A repair (an entity that received a late event) retracts the
-    entity's stays that stood before it and adds the ones it walked, leaving out the stays that are the same in both;
+    entity's stays that stood before it from its first stay on and adds the ones it walked, leaving out the stays that
+    are the same in both;
     what stood before is read from the entity's earlier writes, so only repaired entities' history is read. Applying
     the rows in `change_window` order (retract, then add) rebuilds the closed stays of entity_state_view once the
     current table has caught up. -#}
@@ -37,15 +38,18 @@ new_writes as (
     where {{ entity_state.written_in_window(window.start, window.high) }}
 ),
 
--- every repair so far: rare, and parquet skips the row groups where the column is null throughout
+-- every repair so far, with the start of its first stay (from there on it replaces the stays written before it):
+-- rare, and parquet skips the row groups where the column is null throughout
 repairs as (
-    select distinct
+    select
         tenant_id as repaired_tenant_id,
         entity_id as repaired_entity_id,
         emitted_window as repair_window,
-        repaired_through_ingested_at
+        repaired_through_ingested_at as repair_through_ingested_at,
+        min(start_time) as repair_from_ts
     from {{ ref('entity_state_segments') }}
     where repaired_through_ingested_at is not null
+    group by tenant_id, entity_id, emitted_window, repaired_through_ingested_at
 ),
 
 repaired_in_window as (
@@ -75,23 +79,10 @@ repaired_entity_writes as (
         and segments.entity_id = repaired_in_window.entity_id
 ),
 
--- each repair with the one before it, in write order
-repair_sequence as (
+-- for each repair in this run's writes, the stays of its entity written before it that it reaches
+reached_by_repair as (
     select
-        repaired_tenant_id,
-        repaired_entity_id,
-        repair_window,
-        repaired_through_ingested_at,
-        lag(repair_window) over entity_repairs as previous_repair_window,
-        lag(repaired_through_ingested_at) over entity_repairs as previous_repaired_through_ingested_at
-    from repairs
-    window entity_repairs as (partition by repaired_tenant_id, repaired_entity_id order by repair_window)
-),
-
--- the stays of the entity that stood just before each repair: the previous repair's, and stays closed after it
-standing_before_repair as (
-    select
-        repair_sequence.repair_window,
+        new_repairs.repair_window,
         repaired_entity_writes.tenant_id,
         repaired_entity_writes.entity_id,
         repaired_entity_writes.state_id,
@@ -99,24 +90,37 @@ standing_before_repair as (
         repaired_entity_writes.start_time,
         repaired_entity_writes.end_time,
         repaired_entity_writes.last_event_ts,
-        repaired_entity_writes.closed_ingested_at
-    from repair_sequence
+        repaired_entity_writes.closed_ingested_at,
+        repaired_entity_writes.repaired_through_ingested_at,
+        repaired_entity_writes.emitted_window
+    from repairs as new_repairs
     inner join repaired_entity_writes
-        on repair_sequence.repaired_tenant_id = repaired_entity_writes.tenant_id
-        and repair_sequence.repaired_entity_id = repaired_entity_writes.entity_id
-        and repair_sequence.repair_window > repaired_entity_writes.emitted_window
-    where
-        {{ entity_state.written_in_window(window.start, window.high, 'repair_sequence.repair_window') }}
-        and (
-            (
-                repaired_entity_writes.repaired_through_ingested_at is null
-                and coalesce(
-                    repaired_entity_writes.closed_ingested_at > repair_sequence.previous_repaired_through_ingested_at,
-                    true
-                )
-            )
-            or repaired_entity_writes.emitted_window = repair_sequence.previous_repair_window
-        )
+        on new_repairs.repaired_tenant_id = repaired_entity_writes.tenant_id
+        and new_repairs.repaired_entity_id = repaired_entity_writes.entity_id
+        and new_repairs.repair_window > repaired_entity_writes.emitted_window
+        and new_repairs.repair_from_ts <= repaired_entity_writes.start_time
+    where {{ entity_state.written_in_window(window.start, window.high, 'new_repairs.repair_window') }}
+),
+
+-- of those, the ones that still stood just before it: no repair between them replaced them
+standing_before_repair as (
+    select
+        reached_by_repair.repair_window,
+        reached_by_repair.tenant_id,
+        reached_by_repair.entity_id,
+        reached_by_repair.state_id,
+        reached_by_repair.next_state_id,
+        reached_by_repair.start_time,
+        reached_by_repair.end_time,
+        reached_by_repair.last_event_ts,
+        reached_by_repair.closed_ingested_at
+    from reached_by_repair
+    left anti join repairs as earlier_repairs
+        on reached_by_repair.tenant_id = earlier_repairs.repaired_tenant_id
+        and reached_by_repair.entity_id = earlier_repairs.repaired_entity_id
+        and reached_by_repair.repair_window > earlier_repairs.repair_window
+        and reached_by_repair.start_time >= earlier_repairs.repair_from_ts
+        and {{ entity_state.written_before_repair('reached_by_repair', 'earlier_repairs') }}
 ),
 
 repaired as (
@@ -182,8 +186,8 @@ added_by_repairs as (
         and repaired.last_event_ts = standing_before_repair.last_event_ts
 ),
 
--- a stay closed in order, unless an earlier repair of its entity already walked its closing event (possible
--- when a run was stopped before it recorded the watermark)
+-- a stay closed in order, unless an earlier repair of its entity reaching it already walked its closing event
+-- (possible when a run was stopped before it recorded the watermark)
 added_in_order as (
     select
         new_writes.emitted_window as change_window,
@@ -201,7 +205,8 @@ added_in_order as (
         on new_writes.tenant_id = repairs.repaired_tenant_id
         and new_writes.entity_id = repairs.repaired_entity_id
         and new_writes.emitted_window > repairs.repair_window
-        and new_writes.closed_ingested_at <= repairs.repaired_through_ingested_at
+        and new_writes.start_time >= repairs.repair_from_ts
+        and new_writes.closed_ingested_at <= repairs.repair_through_ingested_at
     where new_writes.repaired_through_ingested_at is null
 ),
 

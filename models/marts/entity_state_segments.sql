@@ -11,8 +11,9 @@
 {#- Closed stays as runs close them, one partition per run (its window: yml meta `state_window`, macro state_window).
     The walk is seeded by the current table's stored open stays; a stay already emitted (closed at or before what
     this table holds) is not emitted again, so a rerun or a run alone with `--select` never duplicates one. An entity
-    with a late event is repaired: all its closed stays are emitted again from its landed history, marked with
-    repaired_through_ingested_at. -#}
+    with a late event is repaired: its closed stays from the stored stay its earliest late event falls in (or an
+    earlier one, see entity_state_islands) are emitted again from its landed events, marked with
+    repaired_through_ingested_at; they replace what was written before them from their first stay on. -#}
 {%- set window = entity_state.state_window() -%}
 {{ entity_state.write_plan(**window.plan) }}
 

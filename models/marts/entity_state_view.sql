@@ -48,18 +48,23 @@ caught_up_segments as (
         and coalesce(segments.repaired_through_ingested_at <= current_stays.watermark_ingested_at, true)
 ),
 
--- the entity's newest repair; two writes of one repair (a rerun) hold the same stays, either will do
-latest_repairs as (
+-- each repair the current row has caught up with, and the start of its first stay: a repair walks the entity
+-- again from a stay whose start no late event could move, so it replaces what was written before it from there on
+caught_up_repairs as (
     select
         tenant_id as repaired_tenant_id,
         entity_id as repaired_entity_id,
-        max(struct(repaired_through_ingested_at, emitted_window)) as latest_repair
+        repaired_through_ingested_at as repair_through_ingested_at,
+        emitted_window as repair_window,
+        min(start_time) as repair_from_ts
     from caught_up_segments
     where repaired_through_ingested_at is not null
-    group by tenant_id, entity_id
+    group by tenant_id, entity_id, repaired_through_ingested_at, emitted_window
 ),
 
--- the latest repair replaces every stay written before it; stays closed after it are added to it
+-- a stay stands unless a repair of its entity written after it starts at or before it. After it: the repair walked
+-- the event that closed it (a stay closed in order), or came later than the repair that wrote it (two writes of
+-- one repair, a rerun, hold the same stays: the later one stands)
 standing_segments as (
     select
         caught_up_segments.tenant_id,
@@ -70,18 +75,11 @@ standing_segments as (
         caught_up_segments.end_time,
         caught_up_segments.last_event_ts
     from caught_up_segments
-    left join latest_repairs
-        on caught_up_segments.tenant_id = latest_repairs.repaired_tenant_id
-        and caught_up_segments.entity_id = latest_repairs.repaired_entity_id
-    where latest_repairs.latest_repair is null
-        or (
-            caught_up_segments.repaired_through_ingested_at is null
-            and caught_up_segments.closed_ingested_at > latest_repairs.latest_repair.repaired_through_ingested_at
-        )
-        or (
-            caught_up_segments.repaired_through_ingested_at = latest_repairs.latest_repair.repaired_through_ingested_at
-            and caught_up_segments.emitted_window = latest_repairs.latest_repair.emitted_window
-        )
+    left anti join caught_up_repairs
+        on caught_up_segments.tenant_id = caught_up_repairs.repaired_tenant_id
+        and caught_up_segments.entity_id = caught_up_repairs.repaired_entity_id
+        and caught_up_segments.start_time >= caught_up_repairs.repair_from_ts
+        and {{ entity_state.written_before_repair('caught_up_segments', 'caught_up_repairs') }}
 ),
 
 closed_stays as (

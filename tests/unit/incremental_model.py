@@ -28,7 +28,7 @@ class Warehouse:
     landed: list[Event] = field(default_factory=list)
     current: dict[tuple[str, str], CurrentRow] | None = None
     current_watermark: datetime | None = None
-    # each closed stay with the arrival of its closing event and, for an entity walked again from its whole history
+    # each closed stay with the arrival of its closing event and, for an entity walked again from its repair start
     # (a late event), the repair: the arrival of the newest event it walked and the write's number
     segments: list[tuple[ClosedStay, datetime, tuple[datetime, int] | None]] | None = None
     writes: int = 0
@@ -47,8 +47,9 @@ class Warehouse:
     def walk(self, events: list[Event], seed: dict[tuple[str, str], CurrentRow] | None, high: datetime | None):
         """Returns (closed stays with their closing ingested_at and, for a repaired entity, the arrival of the newest
         event the repair walked; open rows by entity). An entity with a late event (older than an event from an
-        earlier batch, or than its stored last event) is walked again from all its events landed up to `high`,
-        without its stored row."""
+        earlier batch, or than its stored last event) is walked again from its events landed up to `high`, without
+        its stored row, from the latest stored stay start at or before its earliest late event that is the only
+        stored event at its time's head (the stored event before it is older); from the beginning if none is."""
         seed = seed or {}
         first: dict[tuple, datetime] = {}
         for e in events:
@@ -63,23 +64,31 @@ class Warehouse:
         closed, opened = [], {}
         for key, items in by_entity.items():
             row = seed.get(key)
-            applied = []
+            applied, late_times = [], []
             repaired_through = None
             for time, ingested, state in items:
                 earlier = [t for t, i, _ in items if i < ingested] + ([row.last_event_ts] if row else [])
                 if earlier and time < max(earlier):
-                    repaired_through = high
+                    late_times.append(time)
                 if row and time == row.last_event_ts and state in row.states_at_last_event_ts:
                     continue
                 applied.append((time, ingested, state))
-            if repaired_through is not None:
-                row = None
+            if late_times:
                 history: dict[tuple, datetime] = {}
                 for e in self._valid(None, high):
                     if (e.tenant_id, e.entity_id) == key:
                         k = (e.event_time, e.state_id)
                         history[k] = min(history.get(k, e.ingested_at), e.ingested_at)
-                applied = [(time, ingested, state) for (time, state), ingested in history.items()]
+                ordered = sorted((time, ingested, state) for (time, state), ingested in history.items())
+                stored = [event for event in ordered if row and event[1] <= row.watermark]
+                repair_from = None
+                for before, event in itertools.pairwise([None, *stored]):
+                    if event[0] > min(late_times):
+                        break
+                    if before is None or (before[2] != event[2] and before[0] < event[0]):
+                        repair_from = event[0]
+                row = None
+                applied = [event for event in ordered if repair_from is None or event[0] >= repair_from]
                 repaired_through = max(ingested for _, ingested, _ in applied)
             if not applied:
                 continue
@@ -141,23 +150,30 @@ class Warehouse:
         self.current_watermark = high
 
     def view(self) -> tuple[list[ClosedStay], list[OpenStay]]:
-        """Closed stays up to each entity's current watermark; once a repair is caught up with, the entity shows
-        the stays of its latest repair and those closed after it."""
+        """Closed stays up to each entity's current watermark. A repair caught up with replaces the stays of its entity
+        written before it (closed by an event it walked, or written by an earlier repair) that start at or after its
+        first stay."""
         current = self.current or {}
-        caught_up = [
-            (s, c, r)
-            for s, c, r in (self.segments or [])
-            if (s.tenant_id, s.entity_id) in current and c <= current[(s.tenant_id, s.entity_id)].watermark
-        ]
-        latest_repair: dict[tuple[str, str], tuple[datetime, int]] = {}
-        for s, _, r in self.segments or []:
-            key = (s.tenant_id, s.entity_id)
-            if r is not None and key in current and r[0] <= current[key].watermark:
-                latest_repair[key] = max(latest_repair.get(key, r), r)
-        closed = []
-        for s, c, r in caught_up:
-            latest = latest_repair.get((s.tenant_id, s.entity_id))
-            if (r is None and (latest is None or c > latest[0])) or (r is not None and r == latest):
-                closed.append(s)
+
+        def caught_up(stay: ClosedStay, closed_at: datetime, repair: tuple[datetime, int] | None) -> bool:
+            row = current.get((stay.tenant_id, stay.entity_id))
+            return row is not None and closed_at <= row.watermark and (repair is None or repair[0] <= row.watermark)
+
+        rows = [(s, c, r) for s, c, r in self.segments or [] if caught_up(s, c, r)]
+        repair_from: dict[tuple[str, str, tuple[datetime, int]], datetime] = {}
+        for s, _, r in rows:
+            if r is not None:
+                key = (s.tenant_id, s.entity_id, r)
+                repair_from[key] = min(repair_from.get(key, s.start_time), s.start_time)
+
+        def replaced(stay: ClosedStay, closed_at: datetime, repair: tuple[datetime, int] | None) -> bool:
+            return any(
+                (tenant, entity) == (stay.tenant_id, stay.entity_id)
+                and start <= stay.start_time
+                and (closed_at <= later[0] if repair is None else repair < later)
+                for (tenant, entity, later), start in repair_from.items()
+            )
+
+        closed = [s for s, c, r in rows if not replaced(s, c, r)]
         opened = [OpenStay(k[0], k[1], r.state_id, r.start_time, r.last_event_ts) for k, r in current.items()]
         return closed, opened
