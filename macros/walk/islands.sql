@@ -321,19 +321,19 @@ select * from final
 with
 
 unapplied as (
-    {{ entity_state.events_after_seed(events, seed) }}
+    {{ entity_state._events_after_seed(events, seed) }}
 ),
 
 final as (
-    {{ entity_state.classify_unapplied_events('unapplied') }}
+    {{ entity_state._classify_unapplied_events('unapplied') }}
 )
 
 select * from final
 {% endmacro %}
 
-{#- classify_window_events on the window's events the seed has not applied yet (`unapplied`, as events_after_seed
-    returns them): for a model that reads those events for counts of its own too, so that the seed is joined once. -#}
-{% macro classify_unapplied_events(unapplied) %}
+{#- The second half of classify_window_events: the classification of the window's events the seed has not applied
+    yet (`unapplied`, as _events_after_seed returns them). -#}
+{% macro _classify_unapplied_events(unapplied) %}
 with
 
 first_arrivals as (
@@ -381,7 +381,7 @@ select * from final
 
 {#- The window's events that the seed has not applied yet (each entity's stored row skips what arrived at or before
     its own watermark), with the seed's last event time and the states seen then; without a seed, all events. -#}
-{% macro events_after_seed(events, seed=none) %}
+{% macro _events_after_seed(events, seed=none) %}
 {%- if seed is not none %}
 with
 

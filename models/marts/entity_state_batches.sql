@@ -61,40 +61,18 @@ seed as (
 ),
 {%- endif %}
 
--- the events of the window the seed has not applied; an event that arrived again in a later batch of the window
--- is a repeat there (its first arrival is the one classified below)
-unapplied as (
-    {{ entity_state.events_after_seed('events', 'seed' if window.seed is not none else none) }}
-),
-
--- each distinct event once, at its first arrival in the window, with its lateness
+-- each distinct event the seed has not applied once, at its first arrival in the window, with its lateness; an
+-- event that arrived again in a later batch of the window is a repeat there
 classified as (
-    {{ entity_state.classify_unapplied_events('unapplied') }}
+    {{ entity_state.classify_window_events('events', 'seed' if window.seed is not none else none) }}
 ),
 
 first_arrival_counts as (
     select
         ingested_at,
         sum(case when is_late then 1 else 0 end) as rows_late,
-        sum(case when is_seen_before and not is_late then 1 else 0 end) as rows_seen_before,
         sum(case when not is_late and not is_seen_before then 1 else 0 end) as rows_applied
     from classified
-    group by ingested_at
-),
-
-cross_batch_repeats as (
-    select
-        ingested_at,
-        sum(case when arrival_number > 1 then 1 else 0 end) as rows_repeated
-    from (
-        select
-            ingested_at,
-            row_number() over (
-                partition by tenant_id, entity_id, state_id, event_time
-                order by ingested_at
-            ) as arrival_number
-        from unapplied
-    ) as numbered
     group by ingested_at
 ),
 
@@ -104,9 +82,6 @@ landed_counts as (
         count(distinct source_file_name) as source_files,
         count(*) as rows_landed,
         count(*) - count(reject_reason) as rows_applicable,
-        -- the batch's distinct events, from the rows read here: `events` is then read once, by the classification
-        count(distinct case when reject_reason is null then struct(tenant_id, entity_id, state_id, event_time) end)
-            as distinct_events,
         count(distinct case when reject_reason is null then concat_ws('\u0000', tenant_id, entity_id) end)
             as entities_touched
     from landed
@@ -132,13 +107,13 @@ final as (
         landed_counts.source_files,
         landed_counts.rows_landed,
         coalesce(first_arrival_counts.rows_applied, 0) as rows_applied,
-        -- exact repeats within the batch, of an earlier batch of the window, or of the seed's latest events
-        (
-            landed_counts.rows_applicable
-            - landed_counts.distinct_events
-            + coalesce(cross_batch_repeats.rows_repeated, 0)
-            + coalesce(first_arrival_counts.rows_seen_before, 0)
-        ) as rows_duplicate,
+        -- an applicable row is the first arrival of its event in the window (applied, late, or a repeat of the seed's
+        -- latest events) or a repeat of one (in its batch or an earlier batch of the window): those not applied and
+        -- not late are the repeats. Counted as the rest rather than on their own, which would take two more
+        -- shuffles of every event (a distinct count and a numbering of arrivals), most of a full refresh's count
+        landed_counts.rows_applicable
+        - coalesce(first_arrival_counts.rows_applied, 0)
+        - coalesce(first_arrival_counts.rows_late, 0) as rows_duplicate,
         coalesce(rejected.rows_rejected, 0) as rows_rejected,
         coalesce(first_arrival_counts.rows_late, 0) as rows_late,
         landed_counts.entities_touched,
@@ -151,7 +126,6 @@ final as (
         '{{ window.plan.partition }}' as emitted_window
     from landed_counts
     left join first_arrival_counts on landed_counts.ingested_at = first_arrival_counts.ingested_at
-    left join cross_batch_repeats on landed_counts.ingested_at = cross_batch_repeats.ingested_at
     left join rejected on landed_counts.ingested_at = rejected.ingested_at
     left join closed_counts on landed_counts.ingested_at = closed_counts.ingested_at
 )
