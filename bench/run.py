@@ -464,16 +464,7 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
         label = f"incremental {sizes['small_batch']:,}-event batch on {history:,}-event history"
         small_row = results.add("versus", f"spark {label}", small, sizes["small_batch"], "")
         bare_small_row = results.add("bare", f"bare PySpark: {label}", bare_small, sizes["small_batch"], "")
-        refresh = [dbt.invoke("run", "--full-refresh") for _ in range(sizes["refresh_reps"])]
-        full = results.add("refresh", f"dbt run --full-refresh over {landed:,} events", refresh, landed, "")
-        everything = [landed_file["path"] for landed_file in workspace.files]
-        bare_full = results.add(
-            "bare",
-            f"bare PySpark: every stay recomputed from {landed:,} events",
-            [dbt.bare_incremental(everything, f"bare_full_{rep}") for rep in range(sizes["refresh_reps"])],
-            landed,
-            "",
-        )
+        full, bare_full = full_refresh_against_bare(results, dbt, sizes, landed, "refresh", "bare")
     finally:
         dbt.close()
     for history, row in incremental.items():
@@ -501,6 +492,24 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     value = full["state_models_seconds_median"] / largest["state_models_seconds_median"]
     results.ratio("full refresh / incremental (state models only)", value, ">= 10", value >= 10)
     return workspace
+
+
+def full_refresh_against_bare(
+    results: Results, dbt: InProcessDbt, sizes: dict, landed: int, group: str, bare_group: str
+) -> tuple[dict, dict]:
+    """Row 3's pair: `dbt run --full-refresh` over every landed event, then the baseline job recomputing every stay
+    from the same files (each repetition into a state folder of its own, `bare_full_<n>`)."""
+    refresh = [dbt.invoke("run", "--full-refresh") for _ in range(sizes["refresh_reps"])]
+    full = results.add(group, f"dbt run --full-refresh over {landed:,} events", refresh, landed, "")
+    everything = [landed_file["path"] for landed_file in dbt.workspace.files]
+    bare_full = results.add(
+        bare_group,
+        f"bare PySpark: every stay recomputed from {landed:,} events",
+        [dbt.bare_incremental(everything, f"bare_full_{rep}") for rep in range(sizes["refresh_reps"])],
+        landed,
+        "",
+    )
+    return full, bare_full
 
 
 def daily_scaling(results: Results, sizes: dict, out: Path) -> None:
@@ -796,16 +805,7 @@ def long_history(results: Results, sizes: dict, out: Path) -> None:
         shape = f"{sizes['batch_entities']:,} entities touched of {sizes['entities']:,}"
         label = f"incremental {sizes['batch']:,}-event batch on {history:,}-event history"
         incremental = results.add("long", label, runs, sizes["batch"], shape)
-        refresh = [dbt.invoke("run", "--full-refresh") for _ in range(sizes["refresh_reps"])]
-        full = results.add("long", f"dbt run --full-refresh over {landed:,} events", refresh, landed, "")
-        everything = [landed_file["path"] for landed_file in workspace.files]
-        bare_full = results.add(
-            "long",
-            f"bare PySpark: every stay recomputed from {landed:,} events",
-            [dbt.bare_incremental(everything, f"bare_full_{rep}") for rep in range(sizes["refresh_reps"])],
-            landed,
-            "",
-        )
+        full, bare_full = full_refresh_against_bare(results, dbt, sizes, landed, "long", "long")
     finally:
         dbt.close()
     value = full["seconds_median"] / incremental["seconds_median"]
