@@ -49,37 +49,66 @@ stay_days as (
     from counted_stays
 ),
 
--- a stay's first day, and its last day when that is another one: the parts of days it spends in the state
-partial_days as (
+-- what each stay adds to its days, in one pass over the stays (Spark would read the view again for every CTE that
+-- used them): its first day, and its last day when that is another one, with the part of the day it spends in the
+-- state; and a +1 on the first day it covers whole (from the first day recomputed on) and a -1 on its last day, a
+-- running sum of which counts the entities in the state the whole day
+stay_parts as (
     select
         tenant_id,
         entity_id,
         state_id,
-        first_day as utc_date,
-        {{ entity_state.seconds_between(
-            'start_time',
-            'case when last_day = first_day then counted_until else cast(date_add(first_day, 1) as timestamp) end'
-        ) }} as seconds_in_state,
-        1 as stays_started,
-        case when has_ended and last_day = first_day then 1 else 0 end as stays_ended,
-        true as is_in_state
-    from stay_days
-    union all
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        last_day as utc_date,
-        {{ entity_state.seconds_between('cast(last_day as timestamp)', 'counted_until') }} as seconds_in_state,
-        0 as stays_started,
-        case when has_ended then 1 else 0 end as stays_ended,
-        -- a stay that ends exactly at midnight does not spend its last day in the state
-        counted_until > cast(last_day as timestamp) as is_in_state
-    from stay_days
-    where last_day > first_day
+        inline(filter(
+            array(
+                named_struct(
+                    'utc_date', first_day,
+                    'seconds_in_state', {{ entity_state.seconds_between(
+                        'start_time',
+                        'case when last_day = first_day then counted_until else cast(date_add(first_day, 1) as timestamp) end'
+                    ) }},
+                    'stays_started', 1,
+                    'stays_ended', case when has_ended and last_day = first_day then 1 else 0 end,
+                    'is_in_state', true,
+                    'step', 0
+                ),
+                case when last_day > first_day then named_struct(
+                    'utc_date', last_day,
+                    'seconds_in_state', {{ entity_state.seconds_between('cast(last_day as timestamp)', 'counted_until') }},
+                    'stays_started', 0,
+                    'stays_ended', case when has_ended then 1 else 0 end,
+                    -- a stay that ends exactly at midnight does not spend its last day in the state
+                    'is_in_state', counted_until > cast(last_day as timestamp),
+                    'step', 0
+                ) end,
+                case when first_whole_day < last_day then named_struct(
+                    'utc_date', first_whole_day,
+                    'seconds_in_state', 0.0d,
+                    'stays_started', 0,
+                    'stays_ended', 0,
+                    'is_in_state', false,
+                    'step', 1
+                ) end,
+                case when first_whole_day < last_day then named_struct(
+                    'utc_date', last_day,
+                    'seconds_in_state', 0.0d,
+                    'stays_started', 0,
+                    'stays_ended', 0,
+                    'is_in_state', false,
+                    'step', -1
+                ) end
+            ),
+            part -> part is not null
+        ))
+    from (
+        select
+            *,
+            {{ 'greatest(date_add(first_day, 1), ' ~ from_day ~ ')' if from_day else 'date_add(first_day, 1)' }}
+                as first_whole_day
+        from stay_days
+    ) as stay_days_with_whole_days
 ),
 
-partial_day_totals as (
+day_totals as (
     select
         tenant_id,
         state_id,
@@ -87,104 +116,63 @@ partial_day_totals as (
         sum(seconds_in_state) as seconds_in_state,
         sum(stays_started) as stays_started,
         sum(stays_ended) as stays_ended,
-        count(distinct case when is_in_state then entity_id end) as entities_in_state
-    from partial_days
+        count(distinct case when is_in_state then entity_id end) as entities_in_state_part_day,
+        sum(step) as step,
+        max(step <> 0) as has_step
+    from stay_parts
     {%- if from_day %}
     where utc_date >= {{ from_day }}
     {%- endif %}
     group by tenant_id, state_id, utc_date
 ),
 
--- the days strictly between a stay's first and last day, from the first day recomputed on
-whole_day_ranges as (
-    select
-        tenant_id,
-        state_id,
-        {{ 'greatest(date_add(first_day, 1), ' ~ from_day ~ ')' if from_day else 'date_add(first_day, 1)' }}
-            as first_whole_day,
-        last_day as after_last_whole_day
-    from stay_days
-),
-
-whole_day_steps as (
-    select
-        tenant_id,
-        state_id,
-        utc_date,
-        sum(step) as step
-    from (
-        select tenant_id, state_id, first_whole_day as utc_date, 1 as step
-        from whole_day_ranges
-        where first_whole_day < after_last_whole_day
-        union all
-        select tenant_id, state_id, after_last_whole_day as utc_date, -1 as step
-        from whole_day_ranges
-        where first_whole_day < after_last_whole_day
-    ) as steps
-    group by tenant_id, state_id, utc_date
-),
-
-whole_day_spans as (
-    select
-        tenant_id,
-        state_id,
-        min(utc_date) as first_day,
-        max(utc_date) as last_day
-    from whole_day_steps
-    group by tenant_id, state_id
-),
-
+-- every day from a (tenant, state)'s first +1 to its last -1: the running sum must also count the days in between
+-- that no stay starts or ends on
 whole_day_calendar as (
     select
         tenant_id,
         state_id,
-        explode(sequence(first_day, last_day)) as utc_date
-    from whole_day_spans
+        explode(sequence(min(utc_date), max(utc_date))) as utc_date
+    from day_totals
+    where has_step
+    group by tenant_id, state_id
 ),
 
 -- an entity in the state a whole day has no other stay in that state that day, so these add to the partial days
-whole_day_totals as (
+with_whole_days as (
     select
-        whole_day_calendar.tenant_id,
-        whole_day_calendar.state_id,
-        whole_day_calendar.utc_date,
-        sum(coalesce(whole_day_steps.step, 0)) over (
-            partition by whole_day_calendar.tenant_id, whole_day_calendar.state_id
-            order by whole_day_calendar.utc_date
+        coalesce(day_totals.tenant_id, whole_day_calendar.tenant_id) as tenant_id,
+        coalesce(day_totals.state_id, whole_day_calendar.state_id) as state_id,
+        coalesce(day_totals.utc_date, whole_day_calendar.utc_date) as utc_date,
+        coalesce(day_totals.seconds_in_state, 0.0d) as seconds_in_state,
+        coalesce(day_totals.stays_started, 0) as stays_started,
+        coalesce(day_totals.stays_ended, 0) as stays_ended,
+        coalesce(day_totals.entities_in_state_part_day, 0) as entities_in_state_part_day,
+        sum(coalesce(day_totals.step, 0)) over (
+            partition by
+                coalesce(day_totals.tenant_id, whole_day_calendar.tenant_id),
+                coalesce(day_totals.state_id, whole_day_calendar.state_id)
+            order by coalesce(day_totals.utc_date, whole_day_calendar.utc_date)
             rows between unbounded preceding and current row
         ) as entities_whole_day
-    from whole_day_calendar
-    left join whole_day_steps
-        on whole_day_calendar.tenant_id = whole_day_steps.tenant_id
-        and whole_day_calendar.state_id = whole_day_steps.state_id
-        and whole_day_calendar.utc_date = whole_day_steps.utc_date
+    from day_totals
+    full outer join whole_day_calendar
+        on day_totals.tenant_id = whole_day_calendar.tenant_id
+        and day_totals.state_id = whole_day_calendar.state_id
+        and day_totals.utc_date = whole_day_calendar.utc_date
 ),
 
 recomputed as (
     select
-        coalesce(partial_day_totals.tenant_id, whole_day_totals.tenant_id) as tenant_id,
-        coalesce(partial_day_totals.state_id, whole_day_totals.state_id) as state_id,
-        coalesce(partial_day_totals.utc_date, whole_day_totals.utc_date) as utc_date,
-        86400.0d * coalesce(whole_day_totals.entities_whole_day, 0)
-            + coalesce(partial_day_totals.seconds_in_state, 0.0d) as seconds_in_state,
-        coalesce(partial_day_totals.stays_started, 0) as stays_started,
-        coalesce(partial_day_totals.stays_ended, 0) as stays_ended,
-        coalesce(whole_day_totals.entities_whole_day, 0)
-            + coalesce(partial_day_totals.entities_in_state, 0) as entities_in_state,
+        tenant_id,
+        state_id,
+        utc_date,
+        86400.0d * entities_whole_day + seconds_in_state as seconds_in_state,
+        stays_started,
+        stays_ended,
+        entities_whole_day + entities_in_state_part_day as entities_in_state,
         current_timestamp() as measured_at
-    from partial_day_totals
-    full outer join (
-        select
-            tenant_id,
-            state_id,
-            utc_date,
-            entities_whole_day
-        from whole_day_totals
-        where entities_whole_day > 0
-    ) as whole_day_totals
-        on partial_day_totals.tenant_id = whole_day_totals.tenant_id
-        and partial_day_totals.state_id = whole_day_totals.state_id
-        and partial_day_totals.utc_date = whole_day_totals.utc_date
+    from with_whole_days
 )
 
 select
