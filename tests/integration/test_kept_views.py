@@ -21,7 +21,7 @@ WATERMARKED = (*PARTITIONED, "entity_state_current")
 
 def _definitions(project) -> dict[str, str | None]:
     """Each view of the schema with the definition digest it was created with, read as dbt reads it. The listing
-    also shows the session's temporary views (the state models' `__dbt_tmp`, left by earlier tests); they are not
+    also shows the session's temporary views (a dbt-spark incremental model leaves its `__dbt_tmp`); they are not
     the schema's."""
     rows = project.query(f"show table extended in {project.schema} like '*'")
     found = {}

@@ -46,7 +46,7 @@ KILL_POINTS = {
         r"alter table \S*entity_state_segments set tblproperties",
         "before",
     ),
-    "between the two state models": (r"entity_state_current__dbt_tmp", "before"),
+    "between the two state models": (r"insert overwrite table \S*entity_state_current\b", "before"),
     "in the middle of the current write": (r"insert overwrite table \S*entity_state_current\b", "mid-write"),
     "between the current write and its watermark": (r"alter table \S*entity_state_current set tblproperties", "before"),
     "between the changes write and its watermark": (r"alter table \S*entity_state_changes set tblproperties", "before"),
