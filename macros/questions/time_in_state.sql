@@ -45,7 +45,13 @@ stay_days as (
         counted_until,
         has_ended,
         to_date(start_time) as first_day,
-        to_date(counted_until) as last_day
+        to_date(counted_until) as last_day,
+        -- the first day the stay may cover whole, from the first day recomputed on
+        {% if from_day -%}
+        greatest(date_add(to_date(start_time), 1), {{ from_day }}) as first_whole_day
+        {%- else -%}
+        date_add(to_date(start_time), 1) as first_whole_day
+        {%- endif %}
     from counted_stays
 ),
 
@@ -99,13 +105,7 @@ stay_parts as (
             ),
             part -> part is not null
         ))
-    from (
-        select
-            *,
-            {{ 'greatest(date_add(first_day, 1), ' ~ from_day ~ ')' if from_day else 'date_add(first_day, 1)' }}
-                as first_whole_day
-        from stay_days
-    ) as stay_days_with_whole_days
+    from stay_days
 ),
 
 day_totals as (
@@ -117,8 +117,7 @@ day_totals as (
         sum(stays_started) as stays_started,
         sum(stays_ended) as stays_ended,
         count(distinct case when is_in_state then entity_id end) as entities_in_state_part_day,
-        sum(step) as step,
-        max(step <> 0) as has_step
+        sum(step) as step
     from stay_parts
     {%- if from_day %}
     where utc_date >= {{ from_day }}
@@ -126,37 +125,34 @@ day_totals as (
     group by tenant_id, state_id, utc_date
 ),
 
--- every day from a (tenant, state)'s first +1 to its last -1: the running sum must also count the days in between
--- that no stay starts or ends on
+-- every day from a (tenant, state)'s first counted day to its last: the running sum must also count the days in
+-- between that no stay starts or ends on
 whole_day_calendar as (
     select
         tenant_id,
         state_id,
         explode(sequence(min(utc_date), max(utc_date))) as utc_date
     from day_totals
-    where has_step
     group by tenant_id, state_id
 ),
 
 -- an entity in the state a whole day has no other stay in that state that day, so these add to the partial days
 with_whole_days as (
     select
-        coalesce(day_totals.tenant_id, whole_day_calendar.tenant_id) as tenant_id,
-        coalesce(day_totals.state_id, whole_day_calendar.state_id) as state_id,
-        coalesce(day_totals.utc_date, whole_day_calendar.utc_date) as utc_date,
+        whole_day_calendar.tenant_id,
+        whole_day_calendar.state_id,
+        whole_day_calendar.utc_date,
         coalesce(day_totals.seconds_in_state, 0.0d) as seconds_in_state,
         coalesce(day_totals.stays_started, 0) as stays_started,
         coalesce(day_totals.stays_ended, 0) as stays_ended,
         coalesce(day_totals.entities_in_state_part_day, 0) as entities_in_state_part_day,
         sum(coalesce(day_totals.step, 0)) over (
-            partition by
-                coalesce(day_totals.tenant_id, whole_day_calendar.tenant_id),
-                coalesce(day_totals.state_id, whole_day_calendar.state_id)
-            order by coalesce(day_totals.utc_date, whole_day_calendar.utc_date)
+            partition by whole_day_calendar.tenant_id, whole_day_calendar.state_id
+            order by whole_day_calendar.utc_date
             rows between unbounded preceding and current row
         ) as entities_whole_day
-    from day_totals
-    full outer join whole_day_calendar
+    from whole_day_calendar
+    left join day_totals
         on day_totals.tenant_id = whole_day_calendar.tenant_id
         and day_totals.state_id = whole_day_calendar.state_id
         and day_totals.utc_date = whole_day_calendar.utc_date
