@@ -2,7 +2,8 @@
 
 It shares no code with the SQL. The rules, as the README states them:
 - rows with an empty or null tenant_id, entity_id or state_id, or a null event_time, are not applied (strings are
-  compared after trimming surrounding spaces);
+  compared after trimming surrounding spaces), nor are events whose event_time is later than their ingested_at by
+  more than the allowed clock skew (an event cannot arrive before it happened);
 - exact duplicates (same tenant, entity, state and event_time) keep their earliest arrival;
 - the events of an entity, ordered by (event_time, ingested_at, state_id), form stays: maximal runs of one state.
   A stay ends at the first event of the next stay, which also gives its next_state_id. Arrival order only breaks
@@ -63,11 +64,17 @@ def _clean(value: str | None) -> str | None:
     return value or None
 
 
-def recompute(events: Iterable[Event]) -> Recompute:
+# the project's default for the var entity_state__event_clock_skew_minutes
+EVENT_CLOCK_SKEW = timedelta(minutes=60)
+
+
+def recompute(events: Iterable[Event], event_clock_skew: timedelta = EVENT_CLOCK_SKEW) -> Recompute:
     earliest: dict[tuple, datetime] = {}
     for event in events:
         tenant, entity, state = _clean(event.tenant_id), _clean(event.entity_id), _clean(event.state_id)
         if tenant is None or entity is None or state is None or event.event_time is None:
+            continue
+        if event.event_time > event.ingested_at + event_clock_skew:
             continue
         key = (tenant, entity, state, event.event_time)
         if key not in earliest or event.ingested_at < earliest[key]:

@@ -1,7 +1,9 @@
 {#- Why a landed row cannot be applied, or null if it can. Keys are judged after trimming; the first failing
     check wins, in column order. One definition for the staging filter and the quarantine, so a row is either
-    applied or rejected, never both and never neither. -#}
-{% macro reject_reason(tenant_id, entity_id, state_id, event_time, event_time_text) %}
+    applied or rejected, never both and never neither. An event stamped later than its arrival (beyond the allowed
+    clock skew) is rejected too: that an event cannot arrive before it happened is what bounds a repair's read of
+    the landed history (repair_history_predicate). -#}
+{% macro reject_reason(tenant_id, entity_id, state_id, event_time, event_time_text, ingested_at) %}
     case
         {%- for column, name in [(tenant_id, 'tenant_id'), (entity_id, 'entity_id'), (state_id, 'state_id')] %}
         when {{ column }} is null then 'null_{{ name }}'
@@ -10,6 +12,8 @@
         when {{ event_time }} is null and nullif(trim({{ event_time_text }}), '') is not null
             then 'unparseable_event_time'
         when {{ event_time }} is null then 'null_event_time'
+        when unix_micros({{ event_time }}) > unix_micros({{ ingested_at }}) + {{ entity_state.event_clock_skew_micros() }}
+            then 'event_time_after_arrival'
     end
 {% endmacro %}
 

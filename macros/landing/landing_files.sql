@@ -24,10 +24,20 @@
 {#- How much later than its file's modification time a landed row's `ingested_at` may be: the clock skew allowed
     between the producer that stamps a batch and the file system that stamps its file. -#}
 {% macro landing_clock_skew_micros() %}
-    {%- set minutes = entity_state.setting('landing_clock_skew_minutes') -%}
+    {{ return(entity_state._minutes_setting_micros('landing_clock_skew_minutes')) }}
+{% endmacro %}
+
+{#- How much later than its `ingested_at` an event's `event_time` may be: the clock skew allowed between the device
+    that stamps an event and the producer that stamps its batch. A later event is rejected (reject_reason). -#}
+{% macro event_clock_skew_micros() %}
+    {{ return(entity_state._minutes_setting_micros('event_clock_skew_minutes')) }}
+{% endmacro %}
+
+{% macro _minutes_setting_micros(name) %}
+    {%- set minutes = entity_state.setting(name) -%}
     {%- if minutes is not number or minutes < 0 -%}
         {{ exceptions.raise_compiler_error(
-            "var entity_state__landing_clock_skew_minutes must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
+            "var entity_state__" ~ name ~ " must be a number of minutes, 0 or more; got '" ~ minutes ~ "'"
         ) }}
     {%- endif -%}
     {{ return((minutes * 60 * 1000000) | int) }}

@@ -29,7 +29,9 @@ final as (
         ingested_at,
         source_file_name,
         source_file_modified_at,
-        {{ entity_state.reject_reason('tenant_id', 'entity_id', 'state_id', 'event_time', 'event_time_text') }}
+        {{ entity_state.reject_reason(
+            'tenant_id', 'entity_id', 'state_id', 'event_time', 'event_time_text', 'ingested_at'
+        ) }}
             as reject_reason
     from source
 )

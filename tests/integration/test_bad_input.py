@@ -38,7 +38,11 @@ def test_rows_that_cannot_be_applied_are_quarantined_with_a_reason(project):
         dict(_event("e-9", "A", 0), state_id=" "),
         dict(_event("e-9", "A", 0), event_time=None, event_time_text="half past eight"),
         dict(_event("e-9", "A", 0), event_time=None),
+        # an event cannot arrive before it happened: later than its arrival by more than the allowed 60 minutes
+        dict(_event("e-9", "A", 0), event_time=ARRIVAL + timedelta(minutes=60, microseconds=1)),
     ]
+    # as late after its arrival as the skew allows: applied
+    good.append(dict(_event("e-3", "P", 0), event_time=ARRIVAL + timedelta(minutes=60)))
     first = project.land(good + bad, ARRIVAL)
     project.dbt(*BUILD_ON_THE_STATE)
 
@@ -55,6 +59,7 @@ def test_rows_that_cannot_be_applied_are_quarantined_with_a_reason(project):
             "empty_state_id",
             "unparseable_event_time",
             "null_event_time",
+            "event_time_after_arrival",
         ]
     )
     assert {r["source_file_name"] for r in rejected} == {first.name}

@@ -135,3 +135,12 @@ def test_same_entity_id_in_two_tenants_is_two_entities_and_bad_rows_are_skipped(
     result = recompute(events)
     assert [(s.tenant_id, s.state_id, s.next_state_id) for s in result.closed] == [("t1", "A", "C")]
     assert [(s.tenant_id, s.state_id) for s in result.open] == [("t1", "C"), ("t2", "B")]
+
+
+def test_an_event_stamped_later_than_its_arrival_beyond_the_skew_is_not_applied():
+    arrival = at("2026-01-01 09:00")
+    at_the_skew = Event("acme", "e-1", "A", at("2026-01-01 10:00"), arrival)
+    beyond_it = Event("acme", "e-1", "B", at("2026-01-01 10:00:01"), arrival)
+    result = recompute([at_the_skew, beyond_it])
+    assert result.closed == []
+    assert result.open == [OpenStay("acme", "e-1", "A", at("2026-01-01 10:00"), at("2026-01-01 10:00"))]
