@@ -4,6 +4,8 @@
       seed table not built yet, or no seed declared);
     - `low`: where the events the run reads start, exclusive (epoch microseconds, none = from the first): the seed's
       watermark, or `start` for a table without a seed;
+    - `repair_history`: for a table that declares its closed stays, how far back a repair of the window's late
+      events reads the landed history (repair_history_bound; none: all of it), for repair_history_predicate;
     - `start`: what the table holds already: for a table written one partition per window, how far it has emitted
       (its recorded watermark, or its rows' if a run stopped before recording); otherwise its recorded watermark;
     - `high`: where the window ends, inclusive: the least of what it may not pass; none while it must wait;
@@ -11,7 +13,7 @@
       partition to add (tables written one partition per window), why the table is rebuilt, if it is, and whether
       the window holds nothing new. -#}
 {% macro state_window() %}
-    {%- set window = {'seed': none, 'low': none, 'start': none, 'high': none, 'plan': {}} -%}
+    {%- set window = {'seed': none, 'low': none, 'start': none, 'high': none, 'repair_history': none, 'plan': {}} -%}
     {#- parsing: a model's yml is applied after its SQL is parsed, so its declaration is not there yet -#}
     {%- if not execute -%}
         {{ return(window) }}
@@ -90,6 +92,12 @@
     {%- endfor -%}
     {%- do window.update({'high': none if is_waiting or not bounds or none in bounds else bounds | min}) -%}
 
+    {%- if declared.closed_stays is not none and window.seed is not none -%}
+        {%- do window.update({'repair_history': entity_state.repair_history_bound(
+            window, this if declared.closed_stays == 'this' else entity_state.state_relation(declared.closed_stays)
+        )}) -%}
+    {%- endif -%}
+
     {%- set known = [window.start, window.high] | reject('none') | list -%}
     {%- set watermark = known | max if known else none -%}
     {%- do window.update({'plan': {
@@ -112,7 +120,9 @@
       emitted for, or none;
     - `follows`: for a table that turns another state table's writes (its partitions) into rows of its own, that
       table: when it is built anew (a full refresh), the writes followed so far are gone, so this table is rebuilt
-      from the new ones. -#}
+      from the new ones;
+    - `closed_stays`: for a table whose walk repairs late events, the state table holding the closed stays (`this`
+      for its own), whose standing stays bound how far back a repair reads (repair_history_bound). -#}
 {% macro _declared_window(node) %}
     {%- set declared = (node.config.meta or {}).get('state_window') -%}
     {%- if declared is not mapping -%}
@@ -121,11 +131,12 @@
             ~ "with may_not_pass (and seed, emitted_column where they apply): see macros/window/state_window.sql"
         ) }}
     {%- endif -%}
-    {%- set unknown = declared.keys() | reject('in', ['seed', 'may_not_pass', 'emitted_column', 'follows']) | list -%}
+    {%- set known = ['seed', 'may_not_pass', 'emitted_column', 'follows', 'closed_stays'] -%}
+    {%- set unknown = declared.keys() | reject('in', known) | list -%}
     {%- if unknown or not declared.get('may_not_pass') -%}
         {{ exceptions.raise_compiler_error(
-            "state_window: the window of model " ~ node.name ~ " needs may_not_pass (a list) and takes only seed, "
-            ~ "may_not_pass, emitted_column and follows; got " ~ (declared.keys() | list | join(', '))
+            "state_window: the window of model " ~ node.name ~ " needs may_not_pass (a list) and takes only "
+            ~ known | join(', ') ~ "; got " ~ (declared.keys() | list | join(', '))
         ) }}
     {%- endif -%}
     {%- set bounds = [] -%}
@@ -144,15 +155,18 @@
         'may_not_pass': bounds,
         'emitted_column': declared.get('emitted_column'),
         'follows': declared.get('follows'),
+        'closed_stays': declared.get('closed_stays'),
     }) }}
 {% endmacro %}
 
-{#- A table the window may not pass, or follows, is read before this model writes: it must run first, so it is a
+{#- A table the window may not pass, follows, or reads closed stays from is read before this model writes: it must
+    run first, so it is a
     dependency (a `ref`, or a `-- depends_on:` comment when the model reads it without one). The seed is not: the seed table
     is written after the tables it seeds, from what they emitted. -#}
 {% macro _assert_bounds_are_dependencies(declared) %}
     {%- set tables = declared.may_not_pass | map(attribute='table') | reject('equalto', 'landing') | list
-        + ([declared.follows] if declared.follows is not none else []) -%}
+        + ([declared.follows] if declared.follows is not none else [])
+        + ([declared.closed_stays] if declared.closed_stays not in [none, 'this'] else []) -%}
     {%- for table in tables -%}
         {%- if entity_state._state_node(table).unique_id not in model.depends_on.nodes -%}
             {{ exceptions.raise_compiler_error(

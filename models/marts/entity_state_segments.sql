@@ -41,7 +41,7 @@ seed as (
 {%- if window.seed is not none %}
 
 history as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(none, window.high), each_row_once=false) }}
+    {{ entity_state.applicable_events(entity_state.repair_history_predicate(window), each_row_once=false) }}
 ),
 {%- endif %}
 

@@ -1,5 +1,6 @@
 """The state tables' windows as their models declare them (`config.meta.state_window` in the models' yml), and a
-picture of them: which table seeds which, which watermarks each may not pass, and which follows another's writes.
+picture of them: which table seeds which, which watermarks each may not pass, which follows another's writes, and
+whose closed stays bound a repair's read of the landed history.
 The declarations are the one source: the macro state_window reads the same keys when a model compiles. From the
 project root,
 `.venv/bin/python -m entity_state.protocol` redraws assets/state_windows.png (shown by the docs site and
@@ -28,10 +29,11 @@ class StateWindow:
     may_not_pass: tuple[Bound, ...]
     emitted_column: str | None
     follows: str | None = None
+    closed_stays: str | None = None
 
 
 def state_windows(project_dir: Path) -> dict[str, StateWindow]:
-    """Every model that declares a window, by name, with the seed `this` spelled as the model's own name."""
+    """Every model that declares a window, by name, with `this` (seed, closed stays) spelled as the model's own name."""
     windows = {}
     for path in sorted((project_dir / "models").rglob("_*__models.yml")):
         for model in (yaml.safe_load(path.read_text()) or {}).get("models", []):
@@ -42,13 +44,14 @@ def state_windows(project_dir: Path) -> dict[str, StateWindow]:
                 Bound(bound) if isinstance(bound, str) else Bound(bound["table"], bool(bound.get("once_built")))
                 for bound in declared["may_not_pass"]
             )
-            seed = declared.get("seed")
+            seed, closed_stays = declared.get("seed"), declared.get("closed_stays")
             windows[model["name"]] = StateWindow(
                 model["name"],
                 model["name"] if seed == "this" else seed,
                 bounds,
                 declared.get("emitted_column"),
                 declared.get("follows"),
+                model["name"] if closed_stays == "this" else closed_stays,
             )
     return windows
 
@@ -124,9 +127,17 @@ def draw(windows: dict[str, StateWindow], out: Path) -> Path:
     def arrow(source: str, target: str, style: str, colour: str, bend: float) -> None:
         common = {"arrowstyle": "-|>", "mutation_scale": 14, "linestyle": style, "color": colour, "linewidth": 1.3}
         if source == target:
+            # a table's own rows: a loop over its box, above for the seed, below for its closed stays
             x, y = position[source]
-            top = y + extents[source].height / 2
-            axes.add_patch(FancyArrowPatch((x + 0.45, top), (x - 0.45, top), connectionstyle="arc3,rad=1.2", **common))
+            side = extents[source].height / 2 * (1 if bend > 0 else -1)
+            axes.add_patch(
+                FancyArrowPatch(
+                    (x + 0.45, y + side),
+                    (x - 0.45, y + side),
+                    connectionstyle=f"arc3,rad={1.2 if bend > 0 else -1.2}",
+                    **common,
+                )
+            )
             return
         start = edge(source, position[target])
         end = edge(target, position[source])
@@ -139,6 +150,8 @@ def draw(windows: dict[str, StateWindow], out: Path) -> Path:
             arrow(window.seed, window.model, "--", "#c0392b", 0.3)
         if window.follows:
             arrow(window.follows, window.model, "-.", "#2e8b57", -0.3)
+        if window.closed_stays:
+            arrow(window.closed_stays, window.model, (0, (5, 2, 1, 2, 1, 2)), "#7d3c98", -0.45)
 
     axes.legend(
         handles=[
@@ -146,6 +159,13 @@ def draw(windows: dict[str, StateWindow], out: Path) -> Path:
             Line2D([], [], color="#1f5fa8", linestyle=":", label="the same, once that table is built"),
             Line2D([], [], color="#c0392b", linestyle="--", label="seed: its stored open stays start the walk"),
             Line2D([], [], color="#2e8b57", linestyle="-.", label="follows its writes, rebuilt with it"),
+            Line2D(
+                [],
+                [],
+                color="#7d3c98",
+                linestyle=(0, (5, 2, 1, 2, 1, 2)),
+                label="closed stays: where a repair's read of the landed history starts",
+            ),
         ],
         loc="lower center",
         bbox_to_anchor=(0.5, -0.12),

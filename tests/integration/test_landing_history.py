@@ -54,3 +54,34 @@ def test_a_run_never_reads_a_landing_file_older_than_its_window(project):
         + _applied(older, LONG_AGO + timedelta(hours=2))
         + _applied(newest, NOW - timedelta(minutes=1)),
     )
+
+
+def test_a_repair_reads_the_landing_files_from_the_stay_its_late_event_falls_in(project):
+    day = timedelta(days=1)
+    first_day = [_event("e-1", "A", 0), _event("e-1", "B", 60), _event("e-2", "X", 1)]
+    next_day = [_event("e-1", "C", 24 * 60 - 10), _event("e-1", "D", 24 * 60 - 5)]
+    first_file = _land_written_at(project, first_day, LONG_AGO + timedelta(hours=2))
+    _land_written_at(project, next_day, LONG_AGO + day)
+    project.dbt("run")
+
+    # e-1's stay C starts alone at its time, after B's last event: a late event inside C moves nothing before it,
+    # so its repair needs the events from C's start on, which lie in files modified since then less both clock
+    # skews (2 hours). The first file is older: made unreadable, it fails any run that opens it.
+    first_file.write_bytes(b"PAR1 no longer a parquet file")
+    os.utime(first_file, (LONG_AGO.timestamp(), LONG_AGO.timestamp()))
+    inside_c = [_event("e-1", "X", 24 * 60 - 7)]
+    project.land(inside_c, NOW - timedelta(minutes=2))
+    project.dbt("run")
+    assert_matches_reference(
+        project,
+        _applied(first_day, LONG_AGO + timedelta(hours=2))
+        + _applied(next_day, LONG_AGO + day)
+        + _applied(inside_c, NOW - timedelta(minutes=2)),
+    )
+
+    # a late event inside e-1's first stay: its repair walks all of e-1's events, so it reads the files since its
+    # first event, the broken one too
+    project.land([_event("e-1", "Y", 30)], NOW - timedelta(minutes=1))
+    result = project.dbt("run", expect_success=False)
+    failures = " ".join(str(node.message) for node in result.result if node.status == "error")
+    assert first_file.name in failures and "not a Parquet file" in failures

@@ -44,12 +44,21 @@ class Warehouse:
                 rows.add(Event(tenant, entity, state, e.event_time, e.ingested_at))
         return list(rows)
 
-    def walk(self, events: list[Event], seed: dict[tuple[str, str], CurrentRow] | None, high: datetime | None):
+    def walk(
+        self,
+        events: list[Event],
+        seed: dict[tuple[str, str], CurrentRow] | None,
+        low: datetime | None,
+        high: datetime | None,
+    ):
         """Returns (closed stays with their closing ingested_at and, for a repaired entity, the arrival of the newest
         event the repair walked; open rows by entity). An entity with a late event (older than an event from an
         earlier batch, or than its stored last event) is walked again from its events landed up to `high`, without
         its stored row, from the latest stored stay start at or before its earliest late event that is the only
-        stored event at its time's head (the stored event before it is older); from the beginning if none is."""
+        stored event at its time's head (the stored event before it is older); from the beginning if none is.
+        What the repair reads of the landed history is bounded as the SQL bounds it (repair_history_bound), here at
+        the tightest, per entity: an entity without a stored row reads its window events only; one with a stored
+        row its events from _repair_bound on, and the window's."""
         seed = seed or {}
         first: dict[tuple, datetime] = {}
         for e in events:
@@ -75,8 +84,11 @@ class Warehouse:
                 applied.append((time, ingested, state))
             if late_times:
                 history: dict[tuple, datetime] = {}
-                for e in self._valid(None, high):
-                    if (e.tenant_id, e.entity_id) == key:
+                bound = self._repair_bound(key, row, min(late_times)) if row else None
+                for e in self._valid(None if row else low, high):
+                    if (e.tenant_id, e.entity_id) == key and (
+                        bound is None or e.event_time >= bound or e.ingested_at > low
+                    ):
                         k = (e.event_time, e.state_id)
                         history[k] = min(history.get(k, e.ingested_at), e.ingested_at)
                 ordered = sorted((time, ingested, state) for (time, state), ingested in history.items())
@@ -110,6 +122,14 @@ class Warehouse:
             opened[key] = (islands[-1][0], islands[-1][1], islands[-1][2], frozenset(states))
         return closed, opened
 
+    def _repair_bound(self, key: tuple[str, str], row: CurrentRow, first_late: datetime) -> datetime:
+        """The earliest event time a repair of the entity needs, from its standing closed stays (the view's, as of
+        its stored row): the latest end at or before its earliest late event of a stay whose last event is strictly
+        before it; else its first stored event."""
+        stays = [stay for stay in self.view()[0] if (stay.tenant_id, stay.entity_id) == key]
+        ends = [s.end_time for s in stays if s.end_time <= first_late and s.last_event_ts < s.end_time]
+        return max(ends, default=min([s.start_time for s in stays] + [row.start_time]))
+
     # entity_state_segments
     def run_segments(self, full_refresh: bool = False, fail_before_watermark: bool = False) -> None:
         incremental = self.segments is not None and not full_refresh
@@ -117,7 +137,7 @@ class Warehouse:
         low = self.current_watermark if incremental and self.current is not None else None
         high = max((e.ingested_at for e in self.landed), default=None)
         emitted = self.effective_segments_watermark() if incremental else None
-        closed, _ = self.walk(self._valid(low, high), seed, high)
+        closed, _ = self.walk(self._valid(low, high), seed, low, high)
         self.writes += 1
         new = [
             (s, c, (repaired_through, self.writes) if repaired_through else None)
@@ -142,7 +162,7 @@ class Warehouse:
         low = self.current_watermark if incremental else None
         high = self.effective_segments_watermark()
         stored = self.current if incremental else {}
-        _, opened = self.walk(self._valid(low, high), stored, high)
+        _, opened = self.walk(self._valid(low, high), stored, low, high)
         rows = dict(stored)
         for key, (state, start, last, states) in opened.items():
             rows[key] = CurrentRow(state, start, last, states, high)
