@@ -1,15 +1,17 @@
 {#- How far back a repair of this window's late events must read the landed history, decided once when the model
     compiles (a literal is what lets Spark skip files: it pushes no subquery into a scan or its file listing).
     Returns none (no bound known: read every landed file) or a dict:
-    - `has_stored_repairs`: whether an entity with a stored open stay has a late event. When none has, a repaired
-      entity (new in this window) has all its events in the window, and the repair reads nothing older;
-    - `event_time_from`: otherwise, the earliest event time a repair needs (epoch microseconds).
-    Per repaired entity with a stored stay, the bound is the latest `end_time` at or before its earliest late event
+    - `has_stored_repairs`: whether an entity with a stored open stay may have a late event. When none may, a
+      repaired entity (new in this window) has all its events in the window, and the repair reads nothing older;
+    - `event_time_from`: otherwise, the earliest event time a repair may need (epoch microseconds).
+    Per entity that may be repaired, the bound is the latest `end_time` at or before its earliest window event
     among its standing closed stays (as of its stored watermark) whose last event is strictly before their end: the
     stay after such a stay starts alone at its time, so a repair starts there or later (entity_state_islands). With
     no such stay, the repair walks all of the entity's events: the bound is its first stored event (the start of its
     first stay). Any time up to the repair start gives the same walk from the events at or after it; the window's
-    own events are read whatever their time (repair_history_predicate). -#}
+    own events are read whatever their time (repair_history_predicate). The query judges lateness more coarsely than
+    the walk (any window event older than the stored last one, or several batches), which only moves the bound
+    earlier, and costs one aggregate of the window's rows and one join with the stored rows. -#}
 {% macro repair_history_bound(window, closed_stays) %}
     {%- if not execute or window.seed is none or closed_stays is none or window.low is none
         or entity_state.is_window_empty(window.low, window.high) -%}
@@ -19,39 +21,41 @@
 with
 
 events as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(window.low, window.high)) }}
+    {{ entity_state.applicable_events(
+        entity_state.landed_window_predicate(window.low, window.high), each_row_once=false
+    ) }}
 ),
 
-classified as (
-    {{ entity_state.classify_window_events('events', window.seed) }}
-),
-
--- the same late events the walk repairs, of the entities with a stored open stay
-repaired_entities as (
+window_entities as (
     select
         tenant_id,
         entity_id,
-        min(event_time) as first_late_event_time,
-        max(seed_watermark_ingested_at) as watermark_ingested_at
-    from classified
-    where is_late
-        and seed_watermark_ingested_at is not null
+        min(event_time) as first_event_time,
+        min(ingested_at) < max(ingested_at) as has_several_batches
+    from events
     group by tenant_id, entity_id
+),
+
+-- every entity with a stored open stay that may have a late event in the window: an event older than its stored last
+-- one, or events from several batches (one may be older than an event of an earlier one). A superset of the ones the
+-- walk repairs, each with a time at or before its earliest late event, so its bound is at or before the walk's own
+repaired_entities as (
+    select
+        seed_rows.tenant_id,
+        seed_rows.entity_id,
+        seed_rows.start_time as stored_start_time,
+        seed_rows.watermark_ingested_at,
+        window_entities.first_event_time as first_late_event_time
+    from {{ window.seed }} as seed_rows
+    inner join window_entities
+        on seed_rows.tenant_id = window_entities.tenant_id
+        and seed_rows.entity_id = window_entities.entity_id
+    where window_entities.first_event_time < seed_rows.last_event_ts
+        or window_entities.has_several_batches
 ),
 
 stored_stays as (
     {{ entity_state.standing_closed_stays(closed_stays, 'repaired_entities', broadcast_caught_up=true) }}
-),
-
-stored_open_stays as (
-    select
-        seed_rows.tenant_id,
-        seed_rows.entity_id,
-        seed_rows.start_time
-    from {{ window.seed }} as seed_rows
-    left semi join repaired_entities
-        on seed_rows.tenant_id = repaired_entities.tenant_id
-        and seed_rows.entity_id = repaired_entities.entity_id
 ),
 
 entity_bounds as (
@@ -67,12 +71,9 @@ entity_bounds as (
                 end
             ),
             -- its first event: least skips nulls, and an entity without closed stays has its first stay open
-            least(min(stored_stays.start_time), min(stored_open_stays.start_time))
+            least(min(stored_stays.start_time), min(repaired_entities.stored_start_time))
         ) as history_from_ts
     from repaired_entities
-    left join stored_open_stays
-        on repaired_entities.tenant_id = stored_open_stays.tenant_id
-        and repaired_entities.entity_id = stored_open_stays.entity_id
     left join stored_stays
         on repaired_entities.tenant_id = stored_stays.tenant_id
         and repaired_entities.entity_id = stored_stays.entity_id

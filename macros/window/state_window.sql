@@ -92,10 +92,19 @@
     {%- endfor -%}
     {%- do window.update({'high': none if is_waiting or not bounds or none in bounds else bounds | min}) -%}
 
+    {#- a repair's read: the bound the closed stays' table found for the same window and seed, or found here -#}
+    {%- set repair_history_record = none -%}
     {%- if declared.closed_stays is not none and window.seed is not none -%}
-        {%- do window.update({'repair_history': entity_state.repair_history_bound(
-            window, this if declared.closed_stays == 'this' else entity_state.state_relation(declared.closed_stays)
-        )}) -%}
+        {%- set closed_stays = this if declared.closed_stays == 'this'
+            else entity_state.state_relation(declared.closed_stays) -%}
+        {%- set reused = none if declared.closed_stays == 'this'
+            else entity_state._recorded_repair_history(closed_stays, window) -%}
+        {%- do window.update({'repair_history': reused if reused is not none
+            else entity_state.repair_history_bound(window, closed_stays)}) -%}
+        {%- if declared.closed_stays == 'this' and window.repair_history is not none -%}
+            {%- set repair_history_record = {'low': window.low, 'high': window.high, 'seed': window.seed | string} -%}
+            {%- do repair_history_record.update(window.repair_history) -%}
+        {%- endif -%}
     {%- endif -%}
 
     {%- set known = [window.start, window.high] | reject('none') | list -%}
@@ -107,8 +116,25 @@
         'is_window_empty': is_stored and rebuild is none and entity_state.is_window_empty(window.start, window.high),
         'recorded_watermark': recorded,
         'followed_build': followed_build if not is_stored or rebuild is not none else none,
+        'repair_history': repair_history_record,
     }}) -%}
     {{ return(window) }}
+{% endmacro %}
+
+{#- The bound of a repair's read that `relation` recorded for the same window and seed as `window`, or none. It is
+    what repair_history_bound would find here: it depends on the window's landed rows, the seed's rows and the
+    closed stays as of each seed row's watermark, and a write of the closed stays' table adds only stays past it. -#}
+{% macro _recorded_repair_history(relation, window) %}
+    {%- set recorded = entity_state.table_properties(relation).get(entity_state.repair_history_property()) -%}
+    {%- set record = fromjson(recorded) if recorded is not none else none -%}
+    {%- if record is mapping and record.get('low') == window.low and record.get('high') == window.high
+        and record.get('seed') == window.seed | string -%}
+        {{ return({
+            'has_stored_repairs': record.has_stored_repairs,
+            'event_time_from': record.event_time_from,
+        }) }}
+    {%- endif -%}
+    {{ return(none) }}
 {% endmacro %}
 
 {#- What a state model declares about its window, from `config.meta.state_window` in its yml, with defaults:

@@ -29,6 +29,12 @@
     {{ return('entity_state.followed_build') }}
 {% endmacro %}
 
+{#- Name of the table property where a table that holds its own closed stays records the bound of its last window's
+    repair read (repair_history_bound), with that window, for a table of the same window to reuse (state_window). -#}
+{% macro repair_history_property() %}
+    {{ return('entity_state.repair_history') }}
+{% endmacro %}
+
 {#- When a table was created, as the metastore says (text), or none: a full refresh or a rebuild creates the table
     anew, so this tells one build of a state table from the next. -#}
 {% macro table_created_at(relation) %}
@@ -42,7 +48,8 @@
 {% endmacro %}
 
 {#- Post-hook of the state models: records the watermark of the model's write plan, the one its rows were computed
-    for, and, for a table that follows another's writes, which build of that table it followed. -#}
+    for, for a table that follows another's writes, which build of that table it followed, and for a table that
+    holds its own closed stays, the bound of its window's repair read. -#}
 {% macro record_watermark() %}
     {%- if not execute -%}
         {{ return('') }}
@@ -54,6 +61,11 @@
     {%- endif -%}
     {%- if plan.get('followed_build') is not none -%}
         {%- do properties.append("'" ~ entity_state.followed_build_property() ~ "' = '" ~ plan.followed_build ~ "'") -%}
+    {%- endif -%}
+    {%- if plan.get('repair_history') is not none -%}
+        {%- do properties.append(
+            "'" ~ entity_state.repair_history_property() ~ "' = '" ~ tojson(plan.repair_history, sort_keys=true) ~ "'"
+        ) -%}
     {%- endif -%}
     {%- if not properties -%}
         {{ return('') }}

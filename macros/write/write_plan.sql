@@ -11,9 +11,12 @@
     - `is_window_empty`: true when the model's window holds nothing new; the materialization then writes nothing
       (no statement, no empty partition) and only the post-hooks run.
     - `followed_build`: for a table that follows another's writes, the build of that table its rows start from
-      (table_created_at), recorded by record_watermark; given when the table is built. -#}
+      (table_created_at), recorded by record_watermark; given when the table is built.
+    - `repair_history`: for a table that holds its own closed stays, the bound of its window's repair read with that
+      window (low, high, seed), recorded by record_watermark for state_window to reuse. -#}
 {% macro write_plan(
-    watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none, followed_build=none
+    watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none, followed_build=none,
+    repair_history=none
 ) %}
     {%- set plan = {} -%}
     {%- set is_recorded = watermark is not none and recorded_watermark is not none
@@ -23,6 +26,7 @@
     {%- if rebuild is not none -%}{%- do plan.update({'rebuild': rebuild}) -%}{%- endif -%}
     {%- if is_window_empty -%}{%- do plan.update({'is_window_empty': true}) -%}{%- endif -%}
     {%- if followed_build is not none -%}{%- do plan.update({'followed_build': followed_build}) -%}{%- endif -%}
+    {%- if repair_history is not none -%}{%- do plan.update({'repair_history': repair_history}) -%}{%- endif -%}
     {%- set text = tojson(plan, sort_keys=true) -%}
     {%- if '*/' in text -%}
         {{ exceptions.raise_compiler_error(
