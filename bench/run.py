@@ -183,18 +183,18 @@ class Workspace:
     ) -> int:
         """Land the stream's next batch; `backdate` sets the file's modification time to its ingested_at, as for a
         file that really landed then (a history built in minutes that stands for months of runs)."""
-        table = stream.next_batch(events, touched)
+        return self._write(stream.next_batch(events, touched), stream, role, backdate)
+
+    def land_table(self, table: pa.Table, stream: EventStream, role: str, backdate: bool = False) -> int:
+        """Land rows built outside the stream (named after the stream's batch count, which then moves on)."""
+        stream.batches += 1
+        return self._write(table, stream, role, backdate)
+
+    def _write(self, table: pa.Table, stream: EventStream, role: str, backdate: bool) -> int:
         path = write_atomically(table, self.landing / batch_file_name(table, stream.config, stream.batches))
         if backdate:
             stamp = table.column("ingested_at")[0].as_py().timestamp()
             os.utime(path, (stamp, stamp))
-        self.files.append({"path": str(path), "role": role, "events": table.num_rows})
-        return table.num_rows
-
-    def land_table(self, table: pa.Table, stream: EventStream, role: str) -> int:
-        """Land rows built outside the stream (named after the stream's batch count, which then moves on)."""
-        stream.batches += 1
-        path = write_atomically(table, self.landing / batch_file_name(table, stream.config, stream.batches))
         self.files.append({"path": str(path), "role": role, "events": table.num_rows})
         return table.num_rows
 
@@ -732,6 +732,8 @@ def late_events(results: Results, sizes: dict, out: Path) -> None:
     """Late events against in-order ones on the same history: a batch with 1% of its rows up to a week late, against
     the same shape in order; and one event a month late on an entity with many events, against one in-order event.
     Event times are one second apart, so the history spans months and "a week" and "a month" late mean what they say.
+    Every file is backdated to its arrival, as a file that landed then, so a repair skips the files older than the
+    stay its late event falls in as it would in production.
     """
     workspace = Workspace(out, "late")
     config = StreamConfig(entities=sizes["entities"], tick=timedelta(seconds=1), **NOISE)
@@ -746,25 +748,28 @@ def late_events(results: Results, sizes: dict, out: Path) -> None:
         share = round(heavy * batch.num_rows / history)
         times = pc.min_max(batch.column("event_time")).as_py()
         heavy_rows = _heavy_entity_rows(share, times["min"], times["max"], batch.column("ingested_at")[0].as_py())
-        landed += workspace.land_table(pa.concat_tables([batch, heavy_rows]), stream, "history")
+        landed += workspace.land_table(pa.concat_tables([batch, heavy_rows]), stream, "history", backdate=True)
     dbt = InProcessDbt(workspace)
     try:
         build = dbt.invoke("run")
         results.add("build", f"dbt run over {landed:,} events (late-events history)", [build], landed, "")
         in_order, late, single, single_late = [], [], [], []
         for _ in range(sizes["reps"]):
-            workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
+            workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"], backdate=True)
             in_order.append(dbt.invoke("run"))
             stream.config = replace(config, late_share=0.01, late_by=timedelta(days=7))
-            workspace.land(stream, sizes["batch"], "late", sizes["batch_entities"])
+            workspace.land(stream, sizes["batch"], "late", sizes["batch_entities"], backdate=True)
             stream.config = config
             late.append(dbt.invoke("run"))
-            workspace.land(stream, 1, "small", 1)
+            workspace.land(stream, 1, "small", 1, backdate=True)
             single.append(dbt.invoke("run"))
             in_place = stream.next_batch(1, 1)
             month_ago = in_place.column("event_time")[0].as_py() - timedelta(days=30)
             workspace.land_table(
-                _heavy_entity_rows(1, month_ago, month_ago, in_place.column("ingested_at")[0].as_py()), stream, "late"
+                _heavy_entity_rows(1, month_ago, month_ago, in_place.column("ingested_at")[0].as_py()),
+                stream,
+                "late",
+                backdate=True,
             )
             single_late.append(dbt.invoke("run"))
         # the project's audit: the state equals the batch recompute of every landed event (fails the bench if not)
