@@ -4,11 +4,12 @@
       seed table not built yet, or no seed declared);
     - `low`: where the events the run reads start, exclusive (epoch microseconds, none = from the first): the seed's
       watermark, or `start` for a table without a seed;
-    - `repair_history`: for a table that declares its closed stays, how far back a repair of the window's late
-      events reads the landed history (repair_history_bound; none: all of it), for repair_history_predicate;
     - `start`: what the table holds already: for a table written one partition per window, how far it has emitted
       (its recorded watermark, or its rows' if a run stopped before recording); otherwise its recorded watermark;
     - `high`: where the window ends, inclusive: the least of what it may not pass; none while it must wait;
+    - `repair_history`: for a table that declares its closed stays, how far back a repair of the window's late
+      events reads the landed history (repair_history_bound, or what the closed stays' table recorded for the same
+      window and seed; none: all of it), for repair_history_predicate;
     - `plan`: the arguments of write_plan: the watermark to record (the window's end, never below `start`), the
       partition to add (tables written one partition per window), why the table is rebuilt, if it is, and whether
       the window holds nothing new. -#}
@@ -186,9 +187,8 @@
 {% endmacro %}
 
 {#- A table the window may not pass, follows, or reads closed stays from is read before this model writes: it must
-    run first, so it is a
-    dependency (a `ref`, or a `-- depends_on:` comment when the model reads it without one). The seed is not: the seed table
-    is written after the tables it seeds, from what they emitted. -#}
+    run first, so it is a dependency (a `ref`, or a `-- depends_on:` comment when the model reads it without one).
+    The seed is not: the seed table is written after the tables it seeds, from what they emitted. -#}
 {% macro _assert_bounds_are_dependencies(declared) %}
     {%- set tables = declared.may_not_pass | map(attribute='table') | reject('equalto', 'landing') | list
         + ([declared.follows] if declared.follows is not none else [])
