@@ -53,7 +53,11 @@ def dbt_session(request: pytest.FixtureRequest, tmp_path_factory) -> DbtProject:
             thrift_connection().close()
         except Exception as error:  # refused, reset, timed out: all mean there is no server to test against
             pytest.exit(f"--target cluster: no Thrift Server answers ({error}); start it with `make cluster-up`", 2)
-    project = DbtProject(tmp_path_factory.mktemp("entity_state_home"), target)
+    # On the cluster the pytest processes of `-n 2` share one Thrift Server, and so one metastore: each gets a schema
+    # of its own. Locally each process has a metastore of its own.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    schema = f"entity_state_test_{worker}" if target == "cluster" and worker else "entity_state_test"
+    project = DbtProject(tmp_path_factory.mktemp("entity_state_home"), target, schema)
     project.dbt("parse")
     return project
 
