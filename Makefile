@@ -103,6 +103,11 @@ test-unit: install ## Pure-Python tests: the reference and the model of the incr
 # Each Spark suite ends with its slowest tests, where the time of `make test` goes.
 DURATIONS := --durations=10 --durations-min=5
 
+# The test suites' Spark drivers collect garbage with the serial collector (profiles/profiles.yml reads the variable):
+# two of them share the two cores, and G1's concurrent threads took CPU the other process needed. Integration suite
+# 16:53 against 19:44 with G1 (BENCHMARKS.md, "The test suite: where its CPU goes").
+test-integration test-adapter: export ENTITY_STATE_DRIVER_JAVA_OPTIONS ?= -XX:+UseSerialGC
+
 # Two pytest processes (pytest-xdist), each with its own Spark session, warehouse and metastore. Tests are handed out
 # one at a time, the longest first (tests/integration/conftest.py orders them), so neither process sits idle while the
 # other finishes a long one. Most of a test is dbt and Spark planning on one thread, so two processes fill the 2

@@ -99,6 +99,7 @@ def dbt_profile_target(spark_home: Path) -> dict[str, Any]:
             "-Duser.timezone=UTC",
             f"-Dlog4j2.configurationFile={PROJECT_DIR / 'profiles' / 'log4j2.properties'}",
             f"-Dentity_state.spark_log={spark_home / 'logs' / 'spark.log'}",
+            os.environ.get("ENTITY_STATE_DRIVER_JAVA_OPTIONS", ""),
         )
     )
     return {
