@@ -7,8 +7,12 @@
     Per entity that may be repaired, the bound is the latest `end_time` at or before its earliest window event
     among its standing closed stays (as of its stored watermark) whose last event is strictly before their end: the
     stay after such a stay starts alone at its time, so a repair starts there or later (entity_state_islands). With
-    no such stay, the repair walks all of the entity's events: the bound is its first stored event (the start of its
-    first stay). Any time up to the repair start gives the same walk from the events at or after it; the window's
+    no such stay, the repair walks all of the entity's events: the bound is at or before its first stored event,
+    the earliest start of its stays in `closed_stays` (standing or not) or of its stored open stay. So it is too when
+    `closed_stays` holds a repair of the entity past its stored watermark (a segments write that stopped before its
+    watermark, then current run alone): that repair may have walked late events the stored row has applied, and
+    replace standing stays that no longer hold for it. Any time up to the repair start gives the same walk from the
+    events at or after it; the window's
     own events are read whatever their time (repair_history_predicate). The query judges lateness more coarsely than
     the walk (any window event older than the stored last one, or several batches), which only moves the bound
     earlier, and costs one aggregate of the window's rows and one join with the stored rows. -#}
@@ -58,6 +62,21 @@ stored_stays as (
     {{ entity_state.standing_closed_stays(closed_stays, 'repaired_entities', broadcast_caught_up=true) }}
 ),
 
+written_stays as (
+    select /*+ broadcast(repaired_entities) */
+        closed_stays.tenant_id,
+        closed_stays.entity_id,
+        min(closed_stays.start_time) as first_start_time,
+        coalesce(
+            max(closed_stays.repaired_through_ingested_at > repaired_entities.watermark_ingested_at), false
+        ) as has_repair_ahead
+    from {{ closed_stays }} as closed_stays
+    inner join repaired_entities
+        on closed_stays.tenant_id = repaired_entities.tenant_id
+        and closed_stays.entity_id = repaired_entities.entity_id
+    group by closed_stays.tenant_id, closed_stays.entity_id
+),
+
 entity_bounds as (
     select
         repaired_entities.tenant_id,
@@ -65,15 +84,20 @@ entity_bounds as (
         coalesce(
             max(
                 case
-                    when stored_stays.end_time <= repaired_entities.first_late_event_time
+                    when not coalesce(written_stays.has_repair_ahead, false)
+                        and stored_stays.end_time <= repaired_entities.first_late_event_time
                         and stored_stays.last_event_ts < stored_stays.end_time
                         then stored_stays.end_time
                 end
             ),
-            -- its first event: least skips nulls, and an entity without closed stays has its first stay open
-            least(min(stored_stays.start_time), min(repaired_entities.stored_start_time))
+            -- at or before its first event: least skips nulls, and an entity without closed stays has its first
+            -- stay open
+            least(min(written_stays.first_start_time), min(repaired_entities.stored_start_time))
         ) as history_from_ts
     from repaired_entities
+    left join written_stays
+        on repaired_entities.tenant_id = written_stays.tenant_id
+        and repaired_entities.entity_id = written_stays.entity_id
     left join stored_stays
         on repaired_entities.tenant_id = stored_stays.tenant_id
         and repaired_entities.entity_id = stored_stays.entity_id

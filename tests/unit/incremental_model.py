@@ -125,10 +125,16 @@ class Warehouse:
     def _repair_bound(self, key: tuple[str, str], row: CurrentRow, first_late: datetime) -> datetime:
         """The earliest event time a repair of the entity needs, from its standing closed stays (the view's, as of
         its stored row): the latest end at or before its earliest late event of a stay whose last event is strictly
-        before it; else its first stored event."""
+        before it; else, or when segments holds a repair of the entity past its stored row (its standing stays may
+        then be ones that repair replaces), the earliest start of the entity's stays in segments or of its stored
+        row, which is at or before its first stored event."""
+        written = [(s, r) for s, _, r in self.segments or [] if (s.tenant_id, s.entity_id) == key]
+        first = min([s.start_time for s, _ in written] + [row.start_time])
+        if any(r is not None and r[0] > row.watermark for _, r in written):
+            return first
         stays = [stay for stay in self.view()[0] if (stay.tenant_id, stay.entity_id) == key]
         ends = [s.end_time for s in stays if s.end_time <= first_late and s.last_event_ts < s.end_time]
-        return max(ends, default=min([s.start_time for s in stays] + [row.start_time]))
+        return max(ends, default=first)
 
     # entity_state_segments
     def run_segments(self, full_refresh: bool = False, fail_before_watermark: bool = False) -> None:

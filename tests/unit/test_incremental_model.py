@@ -87,3 +87,46 @@ def test_a_repair_never_starts_at_a_time_the_stay_before_it_also_had_an_event():
         warehouse.run_segments()
         warehouse.run_current()
         assert key(warehouse.view()) == expected(warehouse.landed)
+
+
+def _run_steps(raw, steps) -> None:
+    """Land `raw` batch by batch, take one of `steps` after each, then run both models and compare."""
+    events = as_events(raw)
+    warehouse = Warehouse()
+    for batch, step in zip(sorted({e.ingested_at for e in events}), steps, strict=True):
+        warehouse.landed += [e for e in events if e.ingested_at == batch]
+        if step == "run":
+            warehouse.run_segments()
+            warehouse.run_current()
+        elif step == "current":
+            warehouse.run_current()
+        elif step == "segments_fails_before_watermark":
+            warehouse.run_segments(fail_before_watermark=True)
+    warehouse.run_segments()
+    warehouse.run_current()
+    assert key(warehouse.view()) == expected(events)
+
+
+def test_a_repair_reads_the_stays_of_a_repair_written_ahead_of_the_stored_row():
+    """A segments write walks A at 5 (closing B's stay from 1) and a late B at 3, and fails before its watermark;
+    current then applies only A at 5. e2's stay B 1-5 is then only in a repair current has not caught up with, so
+    it does not stand, and the next repair (of B at 3 again) must still read from B at 1, not from the stored open
+    stay's start."""
+    raw = [("t1", "e2", "B", 1, 0), ("t1", "e2", "A", 5, 1), ("t1", "e2", "B", 3, 2), ("t1", "e1", "A", 0, 3)]
+    _run_steps(raw, ["run", "current", "segments_fails_before_watermark", "current"])
+
+
+def test_a_repair_ignores_standing_stays_that_a_repair_written_ahead_replaces():
+    """A at 0 and B at 2 make the stay A 0-2. A segments write walks a late B at 1 (A's stay now ends at 1) and B at
+    5, and fails before its watermark; current applies B at 1 only. A 0-2 still stands for the stored row, though the
+    row has applied B at 1. The repair of X at 3 must not start at its end, 2 (B has an event at 1 and 2): it reads
+    from the entity's first stay."""
+    raw = [
+        ("t1", "e2", "A", 0, 0),
+        ("t1", "e2", "B", 2, 0),
+        ("t1", "e2", "B", 1, 1),
+        ("t1", "e2", "B", 5, 2),
+        ("t1", "e2", "X", 3, 3),
+        ("t1", "e1", "A", 0, 4),
+    ]
+    _run_steps(raw, ["run", "current", "segments_fails_before_watermark", "current", "run"])
