@@ -10,12 +10,12 @@
     no such stay, the repair walks all of the entity's events: the bound is at or before its first stored event,
     the earliest start of its stays in `closed_stays` (standing or not) or of its stored open stay. So it is too when
     `closed_stays` holds a repair of the entity past its stored watermark (a segments write that stopped before its
-    watermark, then current run alone): that repair may have walked late events the stored row has applied, and
-    replace standing stays that no longer hold for it. Any time up to the repair start gives the same walk from the
-    events at or after it; the window's
-    own events are read whatever their time (repair_history_predicate). The query judges lateness more coarsely than
-    the walk (any window event older than the stored last one, or several batches), which only moves the bound
-    earlier, and costs one aggregate of the window's rows and one join with the stored rows. -#}
+    watermark, then the batch counts and current run without it): that repair may have walked late events the
+    stored row has applied, and replace standing stays that no longer hold for it. Any time up to the repair start
+    gives the same walk from the events at or after it; the window's own events are read whatever their time
+    (repair_history_predicate). The query judges lateness more coarsely than the walk (any window event older than
+    the stored last one, or several batches), which only moves the bound earlier, and costs one aggregate of the
+    window's rows, one join with the stored rows and, for the entities that may be repaired, a read of their stays. -#}
 {% macro repair_history_bound(window, closed_stays) %}
     {%- if not execute or window.seed is none or closed_stays is none or window.low is none
         or entity_state.is_window_empty(window.low, window.high) -%}
