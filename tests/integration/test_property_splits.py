@@ -34,6 +34,8 @@ STEPS = ("run", "run", "segments_alone", "current_alone", "current_fails", "segm
 # lets current apply part of what that write walked (up to the newest arrival that closed a stay it wrote), so its
 # stored rows fall behind a repair segments holds. Not a drawn step: the two tests below take it where it matters.
 PARTIAL_CATCH_UP = ("run", "-s", "path:models/staging", "entity_state_batches", "entity_state_current")
+# the steps of those two tests: the stopped segments write comes third, the partial catch-up fourth
+STEPS_AHEAD_OF_CURRENT = ["run", "current_alone", "segments_watermark_fails", "partial_catch_up", "run"]
 
 stream = st.lists(
     st.tuples(
@@ -125,7 +127,7 @@ def test_a_repair_reads_the_stays_of_a_repair_written_ahead_of_the_current_table
         ("acme", "e-1", "A", 0, 3),
         ("acme", "e-1", "A", 1, 4),
     ]
-    run_example(project, raw, ["run", "current_alone", "segments_watermark_fails", "partial_catch_up", "run"])
+    run_example(project, raw, STEPS_AHEAD_OF_CURRENT)
 
 
 def test_a_repair_ignores_standing_stays_that_a_repair_written_ahead_replaces(project):
@@ -141,4 +143,4 @@ def test_a_repair_ignores_standing_stays_that_a_repair_written_ahead_replaces(pr
         ("acme", "e-2", "X", 3, 3),
         ("acme", "e-1", "A", 0, 4),
     ]
-    run_example(project, raw, ["run", "current_alone", "segments_watermark_fails", "partial_catch_up", "run"])
+    run_example(project, raw, STEPS_AHEAD_OF_CURRENT)

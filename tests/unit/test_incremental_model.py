@@ -29,6 +29,24 @@ def as_events(raw) -> list[Event]:
     return [Event(t, e, s, BASE + timedelta(minutes=m), BASE + timedelta(days=1, minutes=b)) for t, e, s, m, b in raw]
 
 
+def _take_step(warehouse: Warehouse, step: str) -> None:
+    if step == "run":
+        warehouse.run_segments()
+        warehouse.run_current()
+    elif step == "segments":
+        warehouse.run_segments()
+    elif step == "current":
+        warehouse.run_current()
+    elif step == "current_then_segments":
+        warehouse.run_current()
+        warehouse.run_segments()
+    elif step == "segments_fails_before_watermark":
+        warehouse.run_segments(fail_before_watermark=True)
+    elif step == "full_refresh":
+        warehouse.run_segments(full_refresh=True)
+        warehouse.run_current(full_refresh=True)
+
+
 def key(view):
     closed, opened = view
     return sorted(closed, key=repr), sorted(opened, key=repr)
@@ -48,22 +66,9 @@ def test_any_split_and_order_equals_the_full_recompute(raw, steps):
     for index, batch in enumerate(batches):
         warehouse.landed += [e for e in events if e.ingested_at == batch]
         step = steps[index % len(steps)]
+        _take_step(warehouse, step)
         if step == "run":
-            warehouse.run_segments()
-            warehouse.run_current()
             assert key(warehouse.view()) == expected(warehouse.landed)
-        elif step == "segments":
-            warehouse.run_segments()
-        elif step == "current":
-            warehouse.run_current()
-        elif step == "current_then_segments":
-            warehouse.run_current()
-            warehouse.run_segments()
-        elif step == "segments_fails_before_watermark":
-            warehouse.run_segments(fail_before_watermark=True)
-        elif step == "full_refresh":
-            warehouse.run_segments(full_refresh=True)
-            warehouse.run_current(full_refresh=True)
     warehouse.run_segments()
     warehouse.run_current()
     assert key(warehouse.view()) == expected(events)
@@ -95,13 +100,7 @@ def _run_steps(raw, steps) -> None:
     warehouse = Warehouse()
     for batch, step in zip(sorted({e.ingested_at for e in events}), steps, strict=True):
         warehouse.landed += [e for e in events if e.ingested_at == batch]
-        if step == "run":
-            warehouse.run_segments()
-            warehouse.run_current()
-        elif step == "current":
-            warehouse.run_current()
-        elif step == "segments_fails_before_watermark":
-            warehouse.run_segments(fail_before_watermark=True)
+        _take_step(warehouse, step)
     warehouse.run_segments()
     warehouse.run_current()
     assert key(warehouse.view()) == expected(events)
