@@ -1,5 +1,6 @@
 {#- What a run of entity_state_daily recomputes. Returns {'recompute_from': a 'YYYY-MM-DD' day or none (every day),
-    'watermark': the current table's watermark it is computed for}. Only the days from `recompute_from` on can differ
+    'recompute_from_micros': the start of that day in epoch microseconds (when there is one), 'watermark': the current
+    table's watermark it is computed for}. Only the days from `recompute_from` on can differ
     from what the table holds, because since its last run (at `measured_at`, applying events through its recorded
     watermark) only these moved:
     - every open stay grew from then on (from `stale_after` earlier when staleness is on: a stay that went stale since
@@ -60,6 +61,9 @@
             cast(to_date(least(
                 last_run.counted_until, window_start.first_event_time, touched_stays.first_start_time
             )) as string) as recompute_from,
+            unix_micros(cast(to_date(least(
+                last_run.counted_until, window_start.first_event_time, touched_stays.first_start_time
+            )) as timestamp)) as recompute_from_micros,
             last_run.counted_until is null as has_no_rows
         from last_run
         cross join window_start
@@ -67,7 +71,9 @@
     {%- endset -%}
     {%- set row = run_query(query).rows[0] -%}
     {%- if not row['has_no_rows'] -%}
-        {%- do plan.update({'recompute_from': row['recompute_from']}) -%}
+        {%- do plan.update({
+            'recompute_from': row['recompute_from'], 'recompute_from_micros': row['recompute_from_micros'] | int
+        }) -%}
     {%- endif -%}
     {{ return(plan) }}
 {% endmacro %}

@@ -82,3 +82,40 @@ final as (
 
 select * from final
 {% endmacro %}
+
+{#- Filter on entity_state_segments' partitions for entity_state_changes: the writes that the changes of the window's
+    writes (start, high] can depend on, so that a run does not list and open every partition segments ever wrote.
+    Two kinds of rows are read besides the window's own writes:
+    - every repair that may have walked the closing event of a stay the window closes in order: its write's window
+      ended at or after that arrival, so at or after the window's earliest in-order `closed_ingested_at`;
+    - for a repair in the window, the stays written before it that it reaches and the repairs between them: each
+      starts at or after the repair's first stay, so the event that closed it is no older, and it arrived at most
+      the event clock skew before that event (the input contract), in a write whose window ended after it.
+    One query over the window's writes finds the earliest of both while the model compiles, because Spark prunes
+    partitions with literals only. Renders `false` when the window's writes hold no rows. -#}
+{% macro changes_history_predicate(segments, window) %}
+    {%- if not execute -%}
+        {{ return('true') }}
+    {%- endif -%}
+    {%- if entity_state.is_window_empty(window.start, window.high) -%}
+        {{ return('false') }}
+    {%- endif -%}
+    {%- set query -%}
+        select
+            unix_micros(min(case when repaired_through_ingested_at is null then closed_ingested_at end))
+                as first_closed_in_order,
+            unix_micros(min(case when repaired_through_ingested_at is not null then start_time end))
+                as first_repaired_start
+        from {{ segments }}
+        where {{ entity_state.written_in_window(window.start, window.high) }}
+    {%- endset -%}
+    {%- set row = run_query(query).rows[0] -%}
+    {%- set bounds = [] -%}
+    {%- if row['first_closed_in_order'] is not none -%}
+        {%- do bounds.append(row['first_closed_in_order'] | int) -%}
+    {%- endif -%}
+    {%- if row['first_repaired_start'] is not none -%}
+        {%- do bounds.append((row['first_repaired_start'] | int) - entity_state.event_clock_skew_micros() - 1) -%}
+    {%- endif -%}
+    {{ return(entity_state.emitted_since(bounds | min) if bounds else 'false') }}
+{% endmacro %}

@@ -17,6 +17,7 @@
     the rows in `change_window` order (retract, then add) rebuilds the closed stays of entity_state_view once the
     current table has caught up. -#}
 {%- set window = entity_state.state_window() -%}
+{%- set earlier_writes = entity_state.changes_history_predicate(ref('entity_state_segments'), window) -%}
 {{ entity_state.write_plan(**window.plan) }}
 
 with
@@ -38,8 +39,9 @@ new_writes as (
     where {{ entity_state.written_in_window(window.start, window.high) }}
 ),
 
--- every repair so far, with the start of its first stay (from there on it replaces the stays written before it):
--- rare, and parquet skips the row groups where the column is null throughout
+-- every repair that can matter to the window's writes (changes_history_predicate), with the start of its first stay
+-- (from there on it replaces the stays written before it): rare, and parquet skips the row groups where the column
+-- is null throughout
 repairs as (
     select
         tenant_id as repaired_tenant_id,
@@ -48,7 +50,9 @@ repairs as (
         repaired_through_ingested_at as repair_through_ingested_at,
         min(start_time) as repair_from_ts
     from {{ ref('entity_state_segments') }}
-    where repaired_through_ingested_at is not null
+    where
+        repaired_through_ingested_at is not null
+        and {{ earlier_writes }}
     group by tenant_id, entity_id, emitted_window, repaired_through_ingested_at
 ),
 
@@ -60,7 +64,7 @@ repaired_in_window as (
     where repaired_through_ingested_at is not null
 ),
 
--- every write so far of the entities repaired in this run's writes
+-- the writes of the entities repaired in this run's writes that those repairs can reach
 repaired_entity_writes as (
     select
         segments.tenant_id,
@@ -77,6 +81,7 @@ repaired_entity_writes as (
     left semi join repaired_in_window
         on segments.tenant_id = repaired_in_window.tenant_id
         and segments.entity_id = repaired_in_window.entity_id
+    where {{ earlier_writes }}
 ),
 
 -- for each repair in this run's writes, the stays of its entity written before it that it reaches

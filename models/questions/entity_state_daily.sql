@@ -16,6 +16,11 @@
 {%- set plan = entity_state.daily_recompute_plan() -%}
 {%- set recompute_from = plan['recompute_from'] -%}
 {%- set from_day = "date'" ~ recompute_from ~ "'" if recompute_from else none -%}
+{#- the stays ending from that day on were closed by events from then on, which arrived at most the event clock skew
+    earlier, so segments' writes of windows that ended before that hold none of them (macro timeline_stays) -#}
+{%- set segments_filter = entity_state.emitted_since(
+    plan['recompute_from_micros'] - entity_state.event_clock_skew_micros() - 1
+) if recompute_from else none -%}
 {{ entity_state.write_plan(
     watermark=plan['watermark'],
     rebuild='written whole every run; recomputed from ' ~ (recompute_from or 'the first day'),
@@ -23,8 +28,12 @@
 
 with
 
+timeline as (
+    {{ entity_state.timeline_stays(segments_filter) | indent(4) }}
+),
+
 recomputed as (
-    {{ entity_state.time_in_state_per_day(ref('entity_state_view'), from_day) | indent(4) }}
+    {{ entity_state.time_in_state_per_day('timeline', from_day) | indent(4) }}
 ),
 {%- if from_day %}
 

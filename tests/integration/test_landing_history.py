@@ -1,14 +1,17 @@
 """A run reads only the landing files its window can hold, however long the landing history grows; the input
-contract that makes this safe (a batch is not stamped later than its file was written) is enforced."""
+contract that makes this safe (a batch is not stamped later than its file was written) is enforced. The changes feed
+likewise reads only the writes of entity_state_segments that its window's changes can depend on."""
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlparse
 
 from tests.reference import Event
 
-from .state_assertions import assert_matches_reference
+from .state_assertions import assert_daily_matches_reference, assert_matches_reference
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 LONG_AGO = NOW - timedelta(days=3)
@@ -85,3 +88,71 @@ def test_a_repair_reads_the_landing_files_from_the_stay_its_late_event_falls_in(
     result = project.dbt("run", expect_success=False)
     failures = " ".join(str(node.message) for node in result.result if node.status == "error")
     assert first_file.name in failures and "not a Parquet file" in failures
+
+
+def _segments_files_of_first_write(project) -> list[Path]:
+    rows = project.query(
+        f"select distinct emitted_window, input_file_name() as path from {project.schema}.entity_state_segments"
+    )
+    first = min(r["emitted_window"] for r in rows)
+    return [Path(urlparse(r["path"]).path) for r in rows if r["emitted_window"] == first]
+
+
+def _run_with_segments_files_unreadable(project, files: list[Path], *models: str, expect_success: bool = True):
+    """`dbt run -s MODELS` with `files` of entity_state_segments unreadable (a run that opened one would fail), then
+    the files put back. Spark keeps the sizes of the files it listed, so the table's listing is refreshed after."""
+    kept = {path: path.read_bytes() for path in files}
+    for path in files:
+        path.write_bytes(b"PAR1 no longer a parquet file")
+    try:
+        return project.dbt("run", "-s", *models, expect_success=expect_success)
+    finally:
+        for path, content in kept.items():
+            path.write_bytes(content)
+        project.query(f"refresh table {project.schema}.entity_state_segments")
+
+
+def test_the_changes_feed_and_the_time_in_state_read_only_the_segments_writes_they_need(project):
+    day0 = LONG_AGO.replace(hour=0, minute=0, second=0)
+
+    def event(entity, state, at):
+        return dict(tenant_id="acme", entity_id=entity, state_id=state, event_time=day0 + at)
+
+    hour, day = timedelta(hours=1), timedelta(days=1)
+    first_day = [event("e-1", "A", 0 * hour), event("e-1", "B", hour), event("e-2", "X", hour)]
+    next_day = [event("e-1", "C", day + 10 * hour), event("e-1", "D", day + 11 * hour)]
+    _land_written_at(project, first_day, day0 + 2 * hour)
+    project.dbt("run")
+    _land_written_at(project, next_day, day0 + day + 12 * hour)
+    project.dbt("run")
+    # segments' first write (its window ends at the first arrival) holds e-1's stay A alone
+    first_write = _segments_files_of_first_write(project)
+    assert first_write
+    readers = ("entity_state_changes", "entity_state_daily")
+
+    # A late event inside e-1's stay C. Its repair reaches the stays from C's start on, and the days recomputed
+    # start on C's day; the stays involved were closed by events from then on, which arrived at most the event clock
+    # skew (1 hour) earlier. The first write's window ended long before.
+    inside_c = [event("e-1", "X", day + 10 * hour + timedelta(minutes=30))]
+    project.land(inside_c, NOW - timedelta(minutes=2))
+    project.dbt("run", "--exclude", *readers)
+    _run_with_segments_files_unreadable(project, first_write, *readers)
+    landed = (
+        _applied(first_day, day0 + 2 * hour)
+        + _applied(next_day, day0 + day + 12 * hour)
+        + _applied(inside_c, NOW - timedelta(minutes=2))
+    )
+    assert_matches_reference(project, landed)
+    assert_daily_matches_reference(project, landed, None)
+
+    # a late event inside e-1's first stay: its repair retracts stay A, so the changes feed reads the first write
+    inside_a = [event("e-1", "Y", timedelta(minutes=30))]
+    project.land(inside_a, NOW - timedelta(minutes=1))
+    project.dbt("run", "--exclude", *readers)
+    result = _run_with_segments_files_unreadable(project, first_write, "entity_state_changes", expect_success=False)
+    failures = " ".join(str(node.message) for node in result.result if node.status == "error")
+    assert any(path.name in failures for path in first_write), failures
+    project.dbt("run")
+    landed += _applied(inside_a, NOW - timedelta(minutes=1))
+    assert_matches_reference(project, landed)
+    assert_daily_matches_reference(project, landed, None)
