@@ -554,7 +554,7 @@ def _daily_recomputed_from(workspace: Workspace) -> str:
     compiled = (
         workspace.home / "target" / "compiled" / "entity_state" / "models" / "questions" / "entity_state_daily.sql"
     )
-    found = re.search(r"recomputed from (\S+) \*/", compiled.read_text())
+    found = re.search(r"recomputed from (\d{4}-\d{2}-\d{2}|the first day)", compiled.read_text())
     return found.group(1) if found else "?"
 
 
