@@ -14,48 +14,27 @@
     stored row has applied, and replace standing stays that no longer hold for it. Any time up to the repair start
     gives the same walk from the events at or after it; the window's own events are read whatever their time
     (repair_history_predicate). The query judges lateness more coarsely than the walk (any window event older than
-    the stored last one, or several batches), which only moves the bound earlier, and costs one aggregate of the
-    window's rows, one join with the stored rows and, for the entities that may be repaired, a read of their stays. -#}
+    the stored last one, or several batches), which only moves the bound earlier. It costs a count of those
+    entities (one aggregate of the window's rows joined with the stored rows) and, only when there are any, a
+    second query that finds them again and reads their stays. A window without them, the usual one, thus opens no
+    write of `closed_stays`: listing those grows with the number of runs. -#}
 {% macro repair_history_bound(window, closed_stays) %}
     {%- if not execute or window.seed is none or closed_stays is none or window.low is none
         or entity_state.is_window_empty(window.low, window.high) -%}
         {{ return(none) }}
     {%- endif -%}
+    {%- set count_query -%}
+        select count(*) as repaired_entities
+        from ({{ entity_state._possibly_repaired_entities(window) }}) as repaired_entities
+    {%- endset -%}
+    {%- if run_query(count_query).rows[0]['repaired_entities'] == 0 -%}
+        {{ return({'has_stored_repairs': false, 'event_time_from': none}) }}
+    {%- endif -%}
     {%- set query -%}
 with
 
-events as (
-    {{ entity_state.applicable_events(
-        entity_state.landed_window_predicate(window.low, window.high), each_row_once=false
-    ) }}
-),
-
-window_entities as (
-    select
-        tenant_id,
-        entity_id,
-        min(event_time) as first_event_time,
-        min(ingested_at) < max(ingested_at) as has_several_batches
-    from events
-    group by tenant_id, entity_id
-),
-
--- every entity with a stored open stay that may have a late event in the window: an event older than its stored last
--- one, or events from several batches (one may be older than an event of an earlier one). A superset of the ones the
--- walk repairs, each with a time at or before its earliest late event, so its bound is at or before the walk's own
 repaired_entities as (
-    select
-        seed_rows.tenant_id,
-        seed_rows.entity_id,
-        seed_rows.start_time as stored_start_time,
-        seed_rows.watermark_ingested_at,
-        window_entities.first_event_time as first_late_event_time
-    from {{ window.seed }} as seed_rows
-    inner join window_entities
-        on seed_rows.tenant_id = window_entities.tenant_id
-        and seed_rows.entity_id = window_entities.entity_id
-    where window_entities.first_event_time < seed_rows.last_event_ts
-        or window_entities.has_several_batches
+    {{ entity_state._possibly_repaired_entities(window) }}
 ),
 
 stored_stays as (
@@ -104,14 +83,49 @@ entity_bounds as (
     group by repaired_entities.tenant_id, repaired_entities.entity_id
 )
 
-select
-    count(*) as repaired_entities,
-    unix_micros(min(history_from_ts)) as event_time_from
+select unix_micros(min(history_from_ts)) as event_time_from
 from entity_bounds
     {%- endset -%}
-    {%- set row = run_query(query).rows[0] -%}
-    {{ return({
-        'has_stored_repairs': row['repaired_entities'] > 0,
-        'event_time_from': row['event_time_from'] | int if row['repaired_entities'] > 0 else none,
-    }) }}
+    {{ return({'has_stored_repairs': true, 'event_time_from': run_query(query).rows[0]['event_time_from'] | int}) }}
+{% endmacro %}
+
+{#- Every entity with a stored open stay that may have a late event in the window: an event older than its stored
+    last one, or events from several batches (one may be older than an event of an earlier one). A superset of the
+    ones the walk repairs, each with a time at or before its earliest late event, so its bound is at or before the
+    walk's own. One aggregate of the window's rows joined with the stored rows. -#}
+{% macro _possibly_repaired_entities(window) %}
+with
+
+events as (
+    {{ entity_state.applicable_events(
+        entity_state.landed_window_predicate(window.low, window.high), each_row_once=false
+    ) }}
+),
+
+window_entities as (
+    select
+        tenant_id,
+        entity_id,
+        min(event_time) as first_event_time,
+        min(ingested_at) < max(ingested_at) as has_several_batches
+    from events
+    group by tenant_id, entity_id
+),
+
+final as (
+    select
+        seed_rows.tenant_id,
+        seed_rows.entity_id,
+        seed_rows.start_time as stored_start_time,
+        seed_rows.watermark_ingested_at,
+        window_entities.first_event_time as first_late_event_time
+    from {{ window.seed }} as seed_rows
+    inner join window_entities
+        on seed_rows.tenant_id = window_entities.tenant_id
+        and seed_rows.entity_id = window_entities.entity_id
+    where window_entities.first_event_time < seed_rows.last_event_ts
+        or window_entities.has_several_batches
+)
+
+select * from final
 {% endmacro %}

@@ -176,6 +176,15 @@ class DbtProject:
         with closing(thrift_connection()) as connection:
             connection.cursor().execute(sql)
 
+    def partitions_fetched(self) -> int:
+        """How many table partitions the in-process Spark has fetched from the metastore so far: a query lists the
+        partitions its filters keep, so a read that scans a whole partitioned table shows here. Local target only:
+        on the cluster the count lives in the Thrift Server's JVM."""
+        if self.target != "local":
+            raise RuntimeError("partitions_fetched counts the in-process Spark's metastore reads: local target only")
+        metrics = _spark()._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
+        return metrics.METRIC_PARTITIONS_FETCHED().getCount()
+
     def table_exists(self, name: str) -> bool:
         return bool(self.query(f"show tables in {self.schema} like '{name}'"))
 
