@@ -55,19 +55,24 @@
             {%- else %}
             select cast(null as timestamp) as first_start_time
             {%- endif %}
+        ),
+
+        recompute_day as (
+            select
+                to_date(least(
+                    last_run.counted_until, window_start.first_event_time, touched_stays.first_start_time
+                )) as recompute_from,
+                last_run.counted_until is null as has_no_rows
+            from last_run
+            cross join window_start
+            cross join touched_stays
         )
 
         select
-            cast(to_date(least(
-                last_run.counted_until, window_start.first_event_time, touched_stays.first_start_time
-            )) as string) as recompute_from,
-            unix_micros(cast(to_date(least(
-                last_run.counted_until, window_start.first_event_time, touched_stays.first_start_time
-            )) as timestamp)) as recompute_from_micros,
-            last_run.counted_until is null as has_no_rows
-        from last_run
-        cross join window_start
-        cross join touched_stays
+            cast(recompute_from as string) as recompute_from,
+            unix_micros(cast(recompute_from as timestamp)) as recompute_from_micros,
+            has_no_rows
+        from recompute_day
     {%- endset -%}
     {%- set row = run_query(query).rows[0] -%}
     {%- if not row['has_no_rows'] -%}
