@@ -186,6 +186,9 @@ class DbtProject:
         return metrics.METRIC_PARTITIONS_FETCHED().getCount()
 
     def table_exists(self, name: str) -> bool:
+        """Whether the schema holds the table; false too before dbt first created the schema."""
+        if not self.query(f"show schemas like '{self.schema}'"):
+            return False
         return bool(self.query(f"show tables in {self.schema} like '{name}'"))
 
     def reset(self) -> None:
