@@ -14,65 +14,96 @@
     stored row has applied, and replace standing stays that no longer hold for it. Any time up to the repair start
     gives the same walk from the events at or after it; the window's own events are read whatever their time
     (repair_history_predicate). The query judges lateness more coarsely than the walk (any window event older than
-    the stored last one, or several batches), which only moves the bound earlier. It costs a count of those
-    entities (one aggregate of the window's rows joined with the stored rows) and, only when there are any, a
-    second query that finds them again and reads their stays. A window without them, the usual one, thus opens no
-    write of `closed_stays`: listing those grows with the number of runs. -#}
+    the stored last one, or several batches), which only moves the bound earlier.
+    Listing the writes of `closed_stays` costs more the more runs wrote it, so the query reads as few as it can:
+    - first a count of those entities (one aggregate of the window's rows joined with the stored rows): a window
+      without any, the usual one, opens no write at all;
+    - then the writes whose window ended at or after the earliest of their stored watermarks (a repair written past
+      one is in such a write) and of their reach (the earliest first window event or stored open stay start) less
+      as much again as the window's end is after it and less the event clock skew. A stay ending at or after T was
+      closed by an event that arrived at or after T less the skew, so a qualifying stay ending between the reach
+      and the entity's earliest window event is in those writes, and so is every repair written after a stay found
+      there. Any qualifying standing stay found there bounds the repair (the latest one is the nearest);
+    - every write only when an entity has no qualifying standing stay in those, or a repair past its watermark. -#}
 {% macro repair_history_bound(window, closed_stays) %}
     {%- if not execute or window.seed is none or closed_stays is none or window.low is none
         or entity_state.is_window_empty(window.low, window.high) -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set count_query -%}
-        select count(*) as repaired_entities
+        select
+            count(*) as repaired_entities,
+            unix_micros(min(least(first_late_event_time, stored_start_time))) as first_reach,
+            unix_micros(min(watermark_ingested_at)) as first_watermark
         from ({{ entity_state._possibly_repaired_entities(window) }}) as repaired_entities
     {%- endset -%}
-    {%- if run_query(count_query).rows[0]['repaired_entities'] == 0 -%}
+    {%- set counted = run_query(count_query).rows[0] -%}
+    {%- if counted['repaired_entities'] == 0 -%}
         {{ return({'has_stored_repairs': false, 'event_time_from': none}) }}
     {%- endif -%}
-    {%- set query -%}
+    {%- set reach = counted['first_reach'] | int -%}
+    {%- set look_back = [window.high | int - reach, 0] | max -%}
+    {%- set recent_since = [
+        reach - look_back - entity_state.event_clock_skew_micros(), counted['first_watermark'] | int
+    ] | min - 1 -%}
+    {%- set recent = run_query(entity_state._repair_bound_query(
+        window, closed_stays, entity_state.emitted_since(recent_since)
+    )).rows[0] -%}
+    {%- set bound = recent if recent['entities_without_bound'] == 0
+        else run_query(entity_state._repair_bound_query(window, closed_stays, 'true')).rows[0] -%}
+    {{ return({'has_stored_repairs': true, 'event_time_from': bound['event_time_from'] | int}) }}
+{% endmacro %}
+
+{#- The query of repair_history_bound over the writes of `closed_stays` that `writes_filter` keeps. It returns the
+    bound (`event_time_from`) and how many entities that may be repaired have no qualifying standing stay in those
+    writes, or have a repair written past their stored watermark (`entities_without_bound`): the bound is exact
+    when that is 0 or every write is read. A write holding a stay also holds, or precedes, every repair written
+    after it, so a stay's standing is decided by the writes from its own on. -#}
+{% macro _repair_bound_query(window, closed_stays, writes_filter) %}
 with
 
 repaired_entities as (
     {{ entity_state._possibly_repaired_entities(window) }}
 ),
 
+written_closed_stays as (
+    select * from {{ closed_stays }}
+    where {{ writes_filter }}
+),
+
 stored_stays as (
-    {{ entity_state.standing_closed_stays(closed_stays, 'repaired_entities', broadcast_caught_up=true) }}
+    {{ entity_state.standing_closed_stays('written_closed_stays', 'repaired_entities', broadcast_caught_up=true) }}
 ),
 
 written_stays as (
     select /*+ broadcast(repaired_entities) */
-        closed_stays.tenant_id,
-        closed_stays.entity_id,
-        min(closed_stays.start_time) as first_start_time,
+        written_closed_stays.tenant_id,
+        written_closed_stays.entity_id,
+        min(written_closed_stays.start_time) as first_start_time,
         coalesce(
-            max(closed_stays.repaired_through_ingested_at > repaired_entities.watermark_ingested_at), false
+            max(written_closed_stays.repaired_through_ingested_at > repaired_entities.watermark_ingested_at), false
         ) as has_repair_ahead
-    from {{ closed_stays }} as closed_stays
+    from written_closed_stays
     inner join repaired_entities
-        on closed_stays.tenant_id = repaired_entities.tenant_id
-        and closed_stays.entity_id = repaired_entities.entity_id
-    group by closed_stays.tenant_id, closed_stays.entity_id
+        on written_closed_stays.tenant_id = repaired_entities.tenant_id
+        and written_closed_stays.entity_id = repaired_entities.entity_id
+    group by written_closed_stays.tenant_id, written_closed_stays.entity_id
 ),
 
 entity_bounds as (
     select
         repaired_entities.tenant_id,
         repaired_entities.entity_id,
-        coalesce(
-            max(
-                case
-                    when not coalesce(written_stays.has_repair_ahead, false)
-                        and stored_stays.end_time <= repaired_entities.first_late_event_time
-                        and stored_stays.last_event_ts < stored_stays.end_time
-                        then stored_stays.end_time
-                end
-            ),
-            -- at or before its first event: least skips nulls, and an entity without closed stays has its first
-            -- stay open
-            least(min(written_stays.first_start_time), min(repaired_entities.stored_start_time))
-        ) as history_from_ts
+        max(
+            case
+                when not coalesce(written_stays.has_repair_ahead, false)
+                    and stored_stays.end_time <= repaired_entities.first_late_event_time
+                    and stored_stays.last_event_ts < stored_stays.end_time
+                    then stored_stays.end_time
+            end
+        ) as standing_bound_ts,
+        -- at or before its first event: least skips nulls, and an entity without closed stays has its first stay open
+        least(min(written_stays.first_start_time), min(repaired_entities.stored_start_time)) as first_start_ts
     from repaired_entities
     left join written_stays
         on repaired_entities.tenant_id = written_stays.tenant_id
@@ -81,12 +112,16 @@ entity_bounds as (
         on repaired_entities.tenant_id = stored_stays.tenant_id
         and repaired_entities.entity_id = stored_stays.entity_id
     group by repaired_entities.tenant_id, repaired_entities.entity_id
+),
+
+final as (
+    select
+        count(*) - count(standing_bound_ts) as entities_without_bound,
+        unix_micros(min(coalesce(standing_bound_ts, first_start_ts))) as event_time_from
+    from entity_bounds
 )
 
-select unix_micros(min(history_from_ts)) as event_time_from
-from entity_bounds
-    {%- endset -%}
-    {{ return({'has_stored_repairs': true, 'event_time_from': run_query(query).rows[0]['event_time_from'] | int}) }}
+select * from final
 {% endmacro %}
 
 {#- Every entity with a stored open stay that may have a late event in the window: an event older than its stored

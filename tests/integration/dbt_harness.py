@@ -176,15 +176,6 @@ class DbtProject:
         with closing(thrift_connection()) as connection:
             connection.cursor().execute(sql)
 
-    def partitions_fetched(self) -> int:
-        """How many table partitions the in-process Spark has fetched from the metastore so far: a query lists the
-        partitions its filters keep, so a read that scans a whole partitioned table shows here. Local target only:
-        on the cluster the count lives in the Thrift Server's JVM."""
-        if self.target != "local":
-            raise RuntimeError("partitions_fetched counts the in-process Spark's metastore reads: local target only")
-        metrics = _spark()._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
-        return metrics.METRIC_PARTITIONS_FETCHED().getCount()
-
     def table_exists(self, name: str) -> bool:
         """Whether the schema holds the table; false too before dbt first created the schema."""
         if not self.query(f"show schemas like '{self.schema}'"):
@@ -268,3 +259,45 @@ def failing_statement(pattern: str) -> Iterator[list[str]]:
         yield hits
     finally:
         cursor_class.execute = original
+
+
+@contextmanager
+def partitions_fetched_by_statement() -> Iterator[list[tuple[str, int]]]:
+    """Count, for each SQL statement dbt sends while the block runs, the table partitions the in-process Spark
+    fetched from the metastore for it: a statement lists the partitions its filters keep, so one that scans a whole
+    partitioned table shows here with all of them. Spark plans lazily, so a statement's count covers both sending
+    it and reading its rows. Yields the (statement, partitions) pairs with a count above 0. Local target only: on
+    the cluster the count lives in the Thrift Server's JVM."""
+    if os.environ.get("ENTITY_STATE_TARGET", "local") != "local":
+        raise RuntimeError("partitions_fetched_by_statement counts the in-process Spark's metastore reads: local only")
+    cursor_class = spark_session_module.Cursor
+    original_execute, original_fetchall = cursor_class.execute, cursor_class.fetchall
+    fetched: list[tuple[str, int]] = []
+
+    def count() -> int:
+        return _spark()._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics.METRIC_PARTITIONS_FETCHED().getCount()
+
+    def record(sql: str, before: int) -> None:
+        if (partitions := count() - before) > 0:
+            fetched.append((sql, partitions))
+
+    def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
+        before = count()
+        try:
+            return original_execute(self, sql, *parameters, **keywords)
+        finally:
+            self.counted_sql = sql
+            record(sql, before)
+
+    def fetchall(self) -> Any:
+        before = count()
+        try:
+            return original_fetchall(self)
+        finally:
+            record(getattr(self, "counted_sql", "?"), before)
+
+    cursor_class.execute, cursor_class.fetchall = execute, fetchall
+    try:
+        yield fetched
+    finally:
+        cursor_class.execute, cursor_class.fetchall = original_execute, original_fetchall

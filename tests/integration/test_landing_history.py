@@ -1,6 +1,7 @@
 """A run reads only the landing files its window can hold, however long the landing history grows; the input
 contract that makes this safe (a batch is not stamped later than its file was written) is enforced. The changes feed
-likewise reads only the writes of entity_state_segments that its window's changes can depend on."""
+likewise reads only the writes of entity_state_segments that its window's changes can depend on, and the bound of a
+repair's read lists them all only when they may hold it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
+
 from tests.reference import Event
 
+from .dbt_harness import partitions_fetched_by_statement
 from .state_assertions import assert_daily_matches_reference, assert_matches_reference
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -158,39 +162,47 @@ def test_the_changes_feed_and_the_time_in_state_read_only_the_segments_writes_th
     assert_daily_matches_reference(project, landed, None)
 
 
-def test_a_window_without_late_events_lists_no_past_write_of_segments(project):
-    def run_counting_partitions_fetched(*args):
-        before = project.partitions_fetched()
-        project.dbt("run", *args)
-        return project.partitions_fetched() - before
+def test_a_repair_bound_lists_past_writes_of_segments_only_when_they_may_hold_it(project):
+    if project.target != "local":
+        pytest.skip("counts the partitions the in-process Spark fetches; on the cluster that is the server's JVM")
 
-    # every window event is newer than its entity's stored last one, in one batch: no entity may be repaired
+    def most_partitions_one_statement_fetched() -> int:
+        with partitions_fetched_by_statement() as fetched:
+            project.dbt("run")
+        return max(partitions for _, partitions in fetched)
+
+    # Past writes of segments, one partition per run: a statement that lists them all costs more the more runs
+    # wrote it. Empty partitions of windows that ended long before any of these events stand in for them, as in
+    # the benchmark's "landed files" section.
+    past_writes = 40
     first = [_event("e-1", "A", 0), _event("e-2", "X", 1)]
-    second = [_event("e-1", "B", 60), _event("e-2", "Y", 61)]
-    third = [_event("e-1", "C", 120), _event("e-2", "Z", 121), _event("e-3", "P", 122)]
+    second = [_event("e-1", "B", 60), _event("e-2", "Y", 61), _event("e-3", "P", 62), _event("e-1", "C", 120)]
     _land_written_at(project, first, LONG_AGO)
     project.dbt("run")
-    _land_written_at(project, second, LONG_AGO + timedelta(hours=2))
-    in_order_run = run_counting_partitions_fetched()
-
-    # Past writes of segments, one partition per run: a run that lists them all grows with the number of runs.
-    # Empty partitions of long-past windows stand in for them, as in the benchmark's "landed files" section.
-    past_writes = 40
     specs = " ".join(
         f"partition (emitted_window = '{window:020d}_{0:020d}_{window:012x}')" for window in range(1, past_writes + 1)
     )
     project.execute(f"alter table {project.schema}.entity_state_segments add if not exists {specs}")
-    _land_written_at(project, third, NOW - timedelta(minutes=2))
-    assert run_counting_partitions_fetched() - in_order_run < past_writes / 2
 
-    # a late event: the repair's bound reads e-1's stays in every write, and lists the past ones with them
-    late = [_event("e-1", "X", 90)]
-    project.land(late, NOW - timedelta(minutes=1))
-    assert run_counting_partitions_fetched() - in_order_run >= past_writes
+    # every window event is newer than its entity's stored last one, in one batch: no entity may be repaired
+    _land_written_at(project, second, LONG_AGO + timedelta(hours=2))
+    assert most_partitions_one_statement_fetched() < past_writes
+
+    # A late event inside e-1's stay B: A (0-60) is a qualifying standing stay before it, in a write whose window
+    # ended after the late event's time less the clock skew, so the bound is found without the past writes.
+    inside_b = [_event("e-1", "X", 90)]
+    project.land(inside_b, NOW - timedelta(minutes=1))
+    assert most_partitions_one_statement_fetched() < past_writes
+
+    # a late event before e-2's first: no stay of e-2 ends before it, so its repair walks all of e-2's events, from
+    # the first start of its stays in any write, and every write is listed
+    before_x = [_event("e-2", "W", 0)]
+    project.land(before_x, NOW)
+    assert most_partitions_one_statement_fetched() >= past_writes
     assert_matches_reference(
         project,
         _applied(first, LONG_AGO)
         + _applied(second, LONG_AGO + timedelta(hours=2))
-        + _applied(third, NOW - timedelta(minutes=2))
-        + _applied(late, NOW - timedelta(minutes=1)),
+        + _applied(inside_b, NOW - timedelta(minutes=1))
+        + _applied(before_x, NOW),
     )
