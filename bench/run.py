@@ -39,8 +39,9 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 SCHEMA = "entity_state_bench"
 STATE_MODELS = ("entity_state_segments", "entity_state_current")
-# the time-in-state table: its own column, to show what it adds to a run and that it follows the batch
-DAILY_MODEL = "entity_state_daily"
+# the time-in-state table: its own column, to show what it adds to a run and that it follows the batch (the view
+# entity_state_daily over it costs a run nothing once created)
+DAILY_MODEL = "entity_state_daily_counted"
 
 SIZES = {
     # only checks that the harness runs end to end; its figures mean nothing
@@ -483,7 +484,7 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     for key, label in (
         ("seconds_median", ""),
         ("state_models_seconds_median", " (state models only)"),
-        ("daily_seconds_median", " (entity_state_daily only)"),
+        ("daily_seconds_median", " (entity_state_daily_counted only)"),
     ):
         value = largest[key] / smallest[key]
         results.ratio(f"history scaling{label}", value, "<= 1.3", value <= 1.3)
@@ -513,7 +514,7 @@ def full_refresh_against_bare(
 
 
 def daily_scaling(results: Results, sizes: dict, out: Path) -> None:
-    """entity_state_daily's time per run against the history, on a stream whose events span weeks (the other
+    """entity_state_daily_counted's time per run against the history, on a stream whose events span weeks (the other
     sections' stream packs 5M events into one day, where every run recomputes every day there is)."""
     workspace = Workspace(out, "daily")
     tick = timedelta(seconds=sizes["daily_tick_seconds"])
@@ -541,19 +542,19 @@ def daily_scaling(results: Results, sizes: dict, out: Path) -> None:
                 sizes["batch"],
                 f"batch spans {sizes['batch'] * tick / timedelta(hours=1):.0f} h",
             )
-            results.checks[f"entity_state_daily recomputed from, {history:,}-event history"] = ", ".join(recomputed)
+            key = f"entity_state_daily_counted recomputed from, {history:,}-event history"
+            results.checks[key] = ", ".join(recomputed)
     finally:
         dbt.close()
     smallest, largest = rows[sizes["daily_histories"][0]], rows[sizes["daily_histories"][-1]]
     value = largest["daily_seconds_median"] / smallest["daily_seconds_median"]
-    results.ratio("entity_state_daily: history scaling", value, "<= 1.3", value <= 1.3)
+    results.ratio("entity_state_daily_counted: history scaling", value, "<= 1.3", value <= 1.3)
 
 
 def _daily_recomputed_from(workspace: Workspace) -> str:
-    """The first day the last run's entity_state_daily recomputed, from the marker in its compiled SQL."""
-    compiled = (
-        workspace.home / "target" / "compiled" / "entity_state" / "models" / "questions" / "entity_state_daily.sql"
-    )
+    """The first day the last run's entity_state_daily_counted recomputed, from the marker in its compiled SQL."""
+    questions = workspace.home / "target" / "compiled" / "entity_state" / "models" / "questions"
+    compiled = questions / "entity_state_daily_counted.sql"
     found = re.search(r"recomputed from (\d{4}-\d{2}-\d{2}|the first day)", compiled.read_text())
     return found.group(1) if found else "?"
 
@@ -874,7 +875,7 @@ def print_table(results: Results) -> None:
 def markdown(results: Results) -> str:
     """The table and ratios as Markdown, for BENCHMARKS.md."""
     lines = [
-        "| what | sizes | runs | median s | events/s | state models s | entity_state_daily s | peak RSS MiB |",
+        "| what | sizes | runs | median s | events/s | state models s | entity_state_daily_counted s | peak RSS MiB |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in results.rows:

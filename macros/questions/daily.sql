@@ -1,19 +1,21 @@
-{#- What a run of entity_state_daily recomputes. Returns {'recompute_from': a 'YYYY-MM-DD' day or none (every day),
-    'recompute_from_micros': the start of that day in epoch microseconds (when there is one), 'watermark': the current
-    table's watermark it is computed for}. Only the days from `recompute_from` on can differ
-    from what the table holds, because since its last run (at `measured_at`, applying events through its recorded
-    watermark) only these moved:
+{#- What a run of entity_state_daily_counted recomputes. Returns {'recompute_from': a 'YYYY-MM-DD' day or none (every
+    day), 'recompute_from_micros': the start of that day in epoch microseconds (when there is one), 'watermark': the
+    current table's watermark it is computed for, 'is_counted': true when the table has already counted everything
+    up to that watermark, so the run writes nothing}. Only the days from `recompute_from` on can differ from what the
+    table holds, because since its last count (at `counted_at`, applying events through its recorded watermark) only
+    these moved:
     - every open stay grew from then on (from `stale_after` earlier when staleness is on: a stay that went stale since
       counts up to its last event, which is at most that long before then);
     - the events applied since can only start, close or extend stays at or after the earliest of their event times;
     - with staleness on, an entity that got events since may have been stale then, counted up to an earlier last
       event; its open stay's start bounds that.
+    The open stays' growth alone needs no write: entity_state_daily adds it when it is read.
     Every day is recomputed on a first run, a full refresh, a changed `entity_state__stale_after`, a table without
     the watermark (a run stopped before recording it), and when the current table is behind what this table counted. -#}
 {% macro daily_recompute_plan() %}
     {%- set current_relation = entity_state.state_relation('entity_state_current') -%}
     {%- set through = entity_state.read_watermark(current_relation) -%}
-    {%- set plan = {'recompute_from': none, 'watermark': through} -%}
+    {%- set plan = {'recompute_from': none, 'watermark': through, 'is_counted': false} -%}
     {%- if not entity_state.has_stored_state() or through is none -%}
         {{ return(plan) }}
     {%- endif -%}
@@ -27,6 +29,10 @@
         or properties.get(entity_state._daily_stale_after_property()) != entity_state._daily_stale_after_text() -%}
         {{ return(plan) }}
     {%- endif -%}
+    {%- if counted_through | int == through -%}
+        {%- do plan.update({'is_counted': true}) -%}
+        {{ return(plan) }}
+    {%- endif -%}
     {%- set stale_after = entity_state.stale_after() -%}
     {%- set query -%}
         with
@@ -36,7 +42,7 @@
         ),
 
         last_run as (
-            select max(measured_at) {{- " - interval '" ~ stale_after ~ "'" if stale_after }} as counted_until
+            select max(counted_at) {{- " - interval '" ~ stale_after ~ "'" if stale_after }} as counted_until
             from {{ this }}
         ),
 
@@ -91,9 +97,12 @@
     {{ return(entity_state.stale_after() or 'off') }}
 {% endmacro %}
 
-{#- Post-hook of entity_state_daily: records the staleness setting its rows were counted with, so a run with another
-    setting recomputes every day instead of mixing the two. -#}
+{#- Post-hook of entity_state_daily_counted: records the staleness setting its rows were counted with, so a run with
+    another setting recomputes every day instead of mixing the two. Nothing to record when the run wrote nothing. -#}
 {% macro record_daily_stale_after() %}
+    {%- if not execute or entity_state.read_write_plan(model.compiled_code).get('is_window_empty') -%}
+        {{ return('') }}
+    {%- endif -%}
     alter table {{ this }} set tblproperties (
         '{{ entity_state._daily_stale_after_property() }}' = '{{ entity_state._daily_stale_after_text() }}'
     )

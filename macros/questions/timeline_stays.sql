@@ -1,7 +1,7 @@
 {#- Every stay of every entity, as entity_state_view shows it (its columns), as a select for a view or a CTE.
     `segments_filter`: SQL on entity_state_segments' partition column, for a reader that needs only the stays ending
-    from some time on (entity_state_daily): every stay a repair replaced was written before that repair, so a filter
-    that keeps whole writes from some write on keeps every repair that could replace a stay it keeps. -#}
+    from some time on (entity_state_daily_counted): every stay a repair replaced was written before that repair, so
+    a filter that keeps whole writes from some write on keeps every repair that could replace a stay it keeps. -#}
 {% macro timeline_stays(segments_filter=none) %}
 with
 

@@ -1,43 +1,10 @@
-{{
-    config(
-        materialized='state_table',
-        post_hook=[
-            "{{ entity_state.record_watermark() }}",
-            "{{ entity_state.record_daily_stale_after() }}",
-        ],
-    )
-}}
-
--- depends_on: {{ ref('stg_landing_events') }}
-{#- Time in state per tenant, state and UTC day (macro time_in_state_per_day). A run recomputes the days from
-    `recompute_from` on (macros/questions/daily.sql says why the days before cannot have changed) and keeps the
-    stored rows of the days before. The table is small (one row per tenant, state and day), so it is written whole,
-    aside, and swapped in: a run stopped midway leaves the old table or none, and a rerun repairs both. -#}
-{%- set plan = entity_state.daily_recompute_plan() -%}
-{%- set recompute_from = plan['recompute_from'] -%}
-{%- set from_day = "date'" ~ recompute_from ~ "'" if recompute_from else none -%}
-{#- the stays ending from that day on were closed by events from then on, which arrived at most the event clock skew
-    earlier, so segments' writes of windows that ended before that hold none of them (macro timeline_stays) -#}
-{%- set segments_filter = entity_state.emitted_since(
-    plan['recompute_from_micros'] - entity_state.event_clock_skew_micros() - 1
-) if recompute_from else none -%}
-{{ entity_state.write_plan(
-    watermark=plan['watermark'],
-    rebuild='written whole every run; recomputed from ' ~ (recompute_from or 'the first day'),
-) }}
-
+{#- Time in state per tenant, state and UTC day, counted up to the moment it is read: the days
+    entity_state_daily_counted counted at its `counted_at`, plus what the open stays it counted added or lost since
+    (they grew, or went stale and count up to their last event again). So a run that applies no events writes
+    nothing for this question. -#}
 with
 
-timeline as (
-    {{ entity_state.timeline_stays(segments_filter) | indent(4) }}
-),
-
-recomputed as (
-    {{ entity_state.time_in_state_per_day('timeline', from_day) | indent(4) }}
-),
-{%- if from_day %}
-
-kept as (
+counted as (
     select
         tenant_id,
         state_id,
@@ -46,18 +13,146 @@ kept as (
         stays_started,
         stays_ended,
         entities_in_state,
-        measured_at
-    from {{ this }}
-    where utc_date < {{ from_day }}
+        counted_at,
+        counted_through_ingested_at
+    from {{ ref('entity_state_daily_counted') }}
 ),
-{%- endif %}
+
+current_stays as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        watermark_ingested_at
+    from {{ ref('entity_state_current') }}
+),
+
+count_moment as (
+    select
+        max(counted_at) as counted_at,
+        max(counted_through_ingested_at) as counted_through_ingested_at
+    from counted
+),
+
+-- the open stays the count saw: current rows no run rewrote since. An entity whose row a later run rewrote keeps
+-- the time it was counted with until the next run of entity_state_daily_counted counts it again.
+counted_open_stays as (
+    select
+        current_stays.tenant_id,
+        current_stays.entity_id,
+        current_stays.state_id,
+        current_stays.start_time,
+        current_stays.last_event_ts,
+        count_moment.counted_at,
+        {{ entity_state.stay_is_stale('true', 'current_stays.last_event_ts', 'count_moment.counted_at') }}
+            as was_stale,
+        {{ entity_state.stay_is_stale('true', 'current_stays.last_event_ts') }} as is_stale
+    from current_stays
+    inner join count_moment
+        on current_stays.watermark_ingested_at <= count_moment.counted_through_ingested_at
+),
+
+-- a stay stale at both moments counts up to its last event both times: nothing moved
+moved_stays as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        last_event_ts,
+        counted_at,
+        was_stale,
+        is_stale
+    from counted_open_stays
+    where not (was_stale and is_stale)
+),
+
+stays_when_counted as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        counted_at as end_time,
+        last_event_ts,
+        true as is_open,
+        was_stale as is_stale
+    from moved_stays
+),
+
+stays_now as (
+    select
+        tenant_id,
+        entity_id,
+        state_id,
+        start_time,
+        current_timestamp() as end_time,
+        last_event_ts,
+        true as is_open,
+        is_stale
+    from moved_stays
+),
+
+days_when_counted as (
+    {{ entity_state.time_in_state_per_day('stays_when_counted') | indent(4) }}
+),
+
+days_now as (
+    {{ entity_state.time_in_state_per_day('stays_now') | indent(4) }}
+),
+
+-- open stays only: each starts on the same day at both moments and ends on none, so only the seconds and the
+-- entities in the state differ (an entity has one open stay, and no closed stay in its state after that stay's
+-- first day, so the open stay alone decides whether it counts on those days)
+moved_days as (
+    select
+        coalesce(days_now.tenant_id, days_when_counted.tenant_id) as tenant_id,
+        coalesce(days_now.state_id, days_when_counted.state_id) as state_id,
+        coalesce(days_now.utc_date, days_when_counted.utc_date) as utc_date,
+        coalesce(days_now.seconds_in_state, 0.0d) - coalesce(days_when_counted.seconds_in_state, 0.0d)
+            as seconds_moved,
+        coalesce(days_now.entities_in_state, 0) - coalesce(days_when_counted.entities_in_state, 0)
+            as entities_moved
+    from days_now
+    full outer join days_when_counted
+        on days_now.tenant_id = days_when_counted.tenant_id
+        and days_now.state_id = days_when_counted.state_id
+        and days_now.utc_date = days_when_counted.utc_date
+),
+
+days as (
+    select
+        coalesce(counted.tenant_id, moved_days.tenant_id) as tenant_id,
+        coalesce(counted.state_id, moved_days.state_id) as state_id,
+        coalesce(counted.utc_date, moved_days.utc_date) as utc_date,
+        -- to the microsecond, the seconds' precision: what the sum and difference of doubles add beyond it is noise
+        round(coalesce(counted.seconds_in_state, 0.0d) + coalesce(moved_days.seconds_moved, 0.0d), 6)
+            as seconds_in_state,
+        coalesce(counted.stays_started, 0) as stays_started,
+        coalesce(counted.stays_ended, 0) as stays_ended,
+        coalesce(counted.entities_in_state, 0) + coalesce(moved_days.entities_moved, 0) as entities_in_state
+    from counted
+    full outer join moved_days
+        on counted.tenant_id = moved_days.tenant_id
+        and counted.state_id = moved_days.state_id
+        and counted.utc_date = moved_days.utc_date
+),
 
 final as (
-    select * from recomputed
-    {%- if from_day %}
-    union all
-    select * from kept
-    {%- endif %}
+    select
+        tenant_id,
+        state_id,
+        utc_date,
+        seconds_in_state,
+        cast(stays_started as bigint) as stays_started,
+        cast(stays_ended as bigint) as stays_ended,
+        cast(entities_in_state as bigint) as entities_in_state,
+        current_timestamp() as measured_at
+    from days
+    -- a stay that went stale since the count may leave a day it no longer reaches
+    where stays_started > 0 or stays_ended > 0 or entities_in_state > 0
 )
 
 select * from final

@@ -132,7 +132,7 @@ def test_the_changes_feed_and_the_time_in_state_read_only_the_segments_writes_th
     # segments' first write (its window ends at the first arrival) holds e-1's stay A alone
     first_write = _segments_files_of_first_write(project)
     assert first_write
-    readers = ("entity_state_changes", "entity_state_daily")
+    readers = ("entity_state_changes", "entity_state_daily_counted", "entity_state_daily")
 
     # A late event inside e-1's stay C. Its repair reaches the stays from C's start on, and the days recomputed
     # start on C's day; the stays involved were closed by events from then on, which arrived at most the event clock

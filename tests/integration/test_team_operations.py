@@ -23,6 +23,7 @@ SCHEDULED_MODELS = STATE_MODELS | {
     "entity_state_view",
     "events_late",
     "entity_state_daily",
+    "entity_state_daily_counted",
 }
 
 
