@@ -41,7 +41,7 @@
             {{ entity_state.applicable_events(entity_state.landed_window_predicate(counted_through | int, through)) }}
         ),
 
-        last_run as (
+        last_count as (
             select max(counted_at) {{- " - interval '" ~ stale_after ~ "'" if stale_after }} as counted_until
             from {{ this }}
         ),
@@ -66,10 +66,10 @@
         recompute_day as (
             select
                 to_date(least(
-                    last_run.counted_until, window_start.first_event_time, touched_stays.first_start_time
+                    last_count.counted_until, window_start.first_event_time, touched_stays.first_start_time
                 )) as recompute_from,
-                last_run.counted_until is null as has_no_rows
-            from last_run
+                last_count.counted_until is null as has_no_rows
+            from last_count
             cross join window_start
             cross join touched_stays
         )
