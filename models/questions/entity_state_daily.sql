@@ -2,6 +2,13 @@
     entity_state_daily_counted counted at its `counted_at`, plus what the open stays it counted added or lost since
     (they grew, or went stale and count up to their last event again). So a run that applies no events writes
     nothing for this question. -#}
+{#- Only days from the count's moment on can move (from `stale_after` before it when staleness is on: a stay not stale
+    then had its last event at most that long before), so the open stays are counted from that day on only. -#}
+{%- set stale_after = entity_state.stale_after() -%}
+{%- set first_moved_day -%}
+    (select to_date(max(counted_at) {{- " - interval '" ~ stale_after ~ "'" if stale_after }})
+    from {{ ref('entity_state_daily_counted') }})
+{%- endset %}
 with
 
 counted as (
@@ -96,11 +103,11 @@ stays_now as (
 ),
 
 days_when_counted as (
-    {{ entity_state.time_in_state_per_day('stays_when_counted') | indent(4) }}
+    {{ entity_state.time_in_state_per_day('stays_when_counted', first_moved_day) | indent(4) }}
 ),
 
 days_now as (
-    {{ entity_state.time_in_state_per_day('stays_now') | indent(4) }}
+    {{ entity_state.time_in_state_per_day('stays_now', first_moved_day) | indent(4) }}
 ),
 
 -- open stays only: each starts on the same day at both moments and ends on none, so only the seconds and the
