@@ -24,7 +24,8 @@
       closed by an event that arrived at or after T less the skew, so a qualifying stay ending between the reach
       and the entity's earliest window event is in those writes, and so is every repair written after a stay found
       there. Any qualifying standing stay found there bounds the repair (the latest one is the nearest);
-    - every write only when an entity has no qualifying standing stay in those, or a repair past its watermark. -#}
+    - every write only when an entity has no qualifying standing stay in those, or a repair past its watermark, and
+      the table holds writes that ended before those (its recorded first window is later than the cut). -#}
 {% macro repair_history_bound(window, closed_stays) %}
     {%- if not execute or window.seed is none or closed_stays is none or window.low is none
         or entity_state.is_window_empty(window.low, window.high) -%}
@@ -50,8 +51,17 @@
         window, closed_stays, entity_state.emitted_since(recent_since)
     )).rows[0] -%}
     {%- set bound = recent if recent['entities_without_bound'] == 0
+        or entity_state._every_write_ended_since(closed_stays, recent_since)
         else run_query(entity_state._repair_bound_query(window, closed_stays, 'true')).rows[0] -%}
     {{ return({'has_stored_repairs': true, 'event_time_from': bound['event_time_from'] | int}) }}
+{% endmacro %}
+
+{#- Whether every write of `closed_stays` (a table written one partition per window) ended at or after `micros`: its
+    build recorded the window it ended at (first_window_property), and no later write ended before that. A young
+    table, whose writes all ended after the recent writes' cut, then needs no second read. -#}
+{% macro _every_write_ended_since(closed_stays, micros) %}
+    {%- set first_window = entity_state.table_properties(closed_stays).get(entity_state.first_window_property()) -%}
+    {{ return(first_window is not none and micros <= first_window | int) }}
 {% endmacro %}
 
 {#- The query of repair_history_bound over the writes of `closed_stays` that `writes_filter` keeps. It returns the

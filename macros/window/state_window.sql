@@ -11,8 +11,8 @@
       events reads the landed history (repair_history_bound, or what the closed stays' table recorded for the same
       window and seed; none: all of it), for repair_history_predicate;
     - `plan`: the arguments of write_plan: the watermark to record (the window's end, never below `start`), the
-      partition to add (tables written one partition per window), why the table is rebuilt, if it is, and whether
-      the window holds nothing new. -#}
+      partition to add (tables written one partition per window) and, when such a table is built, its window's end
+      as the first one, why the table is rebuilt, if it is, and whether the window holds nothing new. -#}
 {% macro state_window() %}
     {%- set window = {'seed': none, 'low': none, 'start': none, 'high': none, 'repair_history': none, 'plan': {}} -%}
     {#- parsing: a model's yml is applied after its SQL is parsed, so its declaration is not there yet -#}
@@ -118,6 +118,7 @@
         'recorded_watermark': recorded,
         'followed_build': followed_build if not is_stored or rebuild is not none else none,
         'repair_history': repair_history_record,
+        'first_window': watermark if declared.emitted_column and (not is_stored or rebuild is not none) else none,
     }}) -%}
     {{ return(window) }}
 {% endmacro %}

@@ -35,6 +35,12 @@
     {{ return('entity_state.repair_history') }}
 {% endmacro %}
 
+{#- Name of the table property where a table written one partition per window records the window its build ended
+    at: windows only move forward, so no write of the table ended before it (repair_history_bound). -#}
+{% macro first_window_property() %}
+    {{ return('entity_state.first_window_micros') }}
+{% endmacro %}
+
 {#- When a table was created, as the metastore says (text), or none: a full refresh or a rebuild creates the table
     anew, so this tells one build of a state table from the next. -#}
 {% macro table_created_at(relation) %}
@@ -48,8 +54,9 @@
 {% endmacro %}
 
 {#- Post-hook of the state models: records the watermark of the model's write plan, the one its rows were computed
-    for, for a table that follows another's writes, which build of that table it followed, and for a table that
-    holds its own closed stays, the bound of its window's repair read. -#}
+    for, for a table that follows another's writes, which build of that table it followed, for a table written one
+    partition per window and just built, the window the build ended at, and for a table that holds its own closed
+    stays, the bound of its window's repair read. -#}
 {% macro record_watermark() %}
     {%- if not execute -%}
         {{ return('') }}
@@ -61,6 +68,9 @@
     {%- endif -%}
     {%- if plan.get('followed_build') is not none -%}
         {%- do properties.append("'" ~ entity_state.followed_build_property() ~ "' = '" ~ plan.followed_build ~ "'") -%}
+    {%- endif -%}
+    {%- if plan.get('first_window') is not none -%}
+        {%- do properties.append("'" ~ entity_state.first_window_property() ~ "' = '" ~ plan.first_window ~ "'") -%}
     {%- endif -%}
     {%- if plan.get('repair_history') is not none -%}
         {%- do properties.append(

@@ -12,11 +12,13 @@
       (no statement, no empty partition) and only the post-hooks run.
     - `followed_build`: for a table that follows another's writes, the build of that table its rows start from
       (table_created_at), recorded by record_watermark; given when the table is built.
+    - `first_window`: for a table written one partition per window, when it is built: the window's end, recorded by
+      record_watermark (first_window_property); every later write's window ends at or after it.
     - `repair_history`: for a table that holds its own closed stays, the bound of its window's repair read with that
       window (low, high, seed), recorded by record_watermark for state_window to reuse. -#}
 {% macro write_plan(
     watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none, followed_build=none,
-    repair_history=none
+    repair_history=none, first_window=none
 ) %}
     {%- set plan = {} -%}
     {%- set is_recorded = watermark is not none and recorded_watermark is not none
@@ -26,6 +28,7 @@
     {%- if rebuild is not none -%}{%- do plan.update({'rebuild': rebuild}) -%}{%- endif -%}
     {%- if is_window_empty -%}{%- do plan.update({'is_window_empty': true}) -%}{%- endif -%}
     {%- if followed_build is not none -%}{%- do plan.update({'followed_build': followed_build}) -%}{%- endif -%}
+    {%- if first_window is not none -%}{%- do plan.update({'first_window': first_window | int}) -%}{%- endif -%}
     {%- if repair_history is not none -%}{%- do plan.update({'repair_history': repair_history}) -%}{%- endif -%}
     {%- set text = tojson(plan, sort_keys=true) -%}
     {%- if '*/' in text -%}

@@ -1,9 +1,9 @@
 {#- Time in state per tenant, state and UTC day, counted up to the moment it is read: the days
     entity_state_daily_counted counted at its `counted_at`, plus what the open stays it counted added or lost since
     (they grew, or went stale and count up to their last event again). So a run that applies no events writes
-    nothing for this question. -#}
-{#- Only days from the count's moment on can move (from `stale_after` before it when staleness is on: a stay not stale
-    then had its last event at most that long before), so the open stays are counted from that day on only. -#}
+    nothing for this question. Only days from the count's moment on can move (from `stale_after` before it when
+    staleness is on: a stay not stale then had its last event at most that long before), so the open stays are
+    counted from that day on only. -#}
 {%- set stale_after = entity_state.stale_after() -%}
 {%- set first_moved_day -%}
     (select to_date(max(counted_at) {{- " - interval '" ~ stale_after ~ "'" if stale_after }})

@@ -15,8 +15,8 @@ from .state_assertions import assert_matches_reference
 T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
 ARRIVAL = datetime(2026, 6, 2, tzinfo=UTC)
 PARTITIONED = ("entity_state_segments", "events_rejected", "entity_state_batches")
-# the time-in-state table is rebuilt every run, so it records its watermark every run
-WATERMARKED = (*PARTITIONED, "entity_state_current")
+# the time-in-state table is written whole, and only when the current table moved
+WATERMARKED = (*PARTITIONED, "entity_state_current", "entity_state_daily_counted")
 
 
 def _definitions(project) -> dict[str, str | None]:
@@ -49,10 +49,14 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     assert definitions and None not in definitions.values(), definitions
     created = {view: _created(project, view) for view in definitions}
 
-    # the run fails if it sets a state table's watermark again: it is the value the table holds
-    with failing_statement(rf"alter table \S*\.({'|'.join(WATERMARKED)}) set tblproperties") as watermark_writes:
+    # the run fails if it sets a state table's watermark again (it is the value the table holds), or builds the
+    # time-in-state table again (the view entity_state_daily counts the open stays on up to the query)
+    watermarked = "|".join(WATERMARKED)
+    with failing_statement(
+        rf"(alter table \S*\.({watermarked}) set tblproperties|create table \S*entity_state_daily_counted)"
+    ) as writes:
         project.dbt("run")
-    assert not watermark_writes
+    assert not writes
 
     assert _definitions(project) == definitions
     assert {view: _created(project, view) for view in definitions} == created, "an unchanged view was recreated"

@@ -172,17 +172,25 @@ def test_a_repair_bound_lists_past_writes_of_segments_only_when_they_may_hold_it
         return max(partitions for _, partitions in fetched)
 
     # Past writes of segments, one partition per run: a statement that lists them all costs more the more runs
-    # wrote it. Empty partitions of windows that ended long before any of these events stand in for them, as in
-    # the benchmark's "landed files" section.
+    # wrote it. The table's first write is ten days old, and empty partitions of windows that ended just after it
+    # stand in for the writes since, as in the benchmark's "landed files" section.
     past_writes = 40
+    built_at = LONG_AGO - timedelta(days=10)
+    earliest = [_event("e-0", "Q", -10 * 24 * 60)]
+    _land_written_at(project, earliest, built_at)
+    project.dbt("run")
+    built_micros = int(built_at.timestamp() * 1_000_000)
+    specs = " ".join(
+        f"partition (emitted_window = '{window:020d}_{0:020d}_{window:012x}')"
+        for window in range(built_micros + 1, built_micros + past_writes + 1)
+    )
+    project.execute(f"alter table {project.schema}.entity_state_segments add if not exists {specs}")
     first = [_event("e-1", "A", 0), _event("e-2", "X", 1)]
     second = [_event("e-1", "B", 60), _event("e-2", "Y", 61), _event("e-3", "P", 62), _event("e-1", "C", 120)]
     _land_written_at(project, first, LONG_AGO)
+    # this run finds the added partitions past the recorded watermarks, as writes of a run that stopped before
+    # recording them, and reads them once; the runs after it are the ones measured
     project.dbt("run")
-    specs = " ".join(
-        f"partition (emitted_window = '{window:020d}_{0:020d}_{window:012x}')" for window in range(1, past_writes + 1)
-    )
-    project.execute(f"alter table {project.schema}.entity_state_segments add if not exists {specs}")
 
     # every window event is newer than its entity's stored last one, in one batch: no entity may be repaired
     _land_written_at(project, second, LONG_AGO + timedelta(hours=2))
@@ -201,8 +209,28 @@ def test_a_repair_bound_lists_past_writes_of_segments_only_when_they_may_hold_it
     assert most_partitions_one_statement_fetched() >= past_writes
     assert_matches_reference(
         project,
-        _applied(first, LONG_AGO)
+        _applied(earliest, built_at)
+        + _applied(first, LONG_AGO)
         + _applied(second, LONG_AGO + timedelta(hours=2))
         + _applied(inside_b, NOW - timedelta(minutes=1))
         + _applied(before_x, NOW),
     )
+
+
+def test_a_repair_bound_reads_a_young_segments_table_once(project):
+    """A table whose writes all ended after the recent writes' cut: the recent read already read every write, so an
+    entity left without a bound there needs no second read of them."""
+    if project.target != "local":
+        pytest.skip("counts the statements the in-process Spark fetches partitions for")
+    first = [_event("e-1", "A", 0), _event("e-1", "B", 60), _event("e-2", "X", 1)]
+    _land_written_at(project, first, LONG_AGO)
+    project.dbt("run")
+
+    # before e-2's first event: no stay of e-2 ends before it, so its entity has no bound in any write
+    before_x = [_event("e-2", "W", 0)]
+    project.land(before_x, NOW)
+    with partitions_fetched_by_statement() as fetched:
+        project.dbt("run")
+    bound_queries = [statement for statement, _ in fetched if "entities_without_bound" in statement]
+    assert len(bound_queries) == 1, f"{len(bound_queries)} reads of segments' writes for the repair bound"
+    assert_matches_reference(project, _applied(first, LONG_AGO) + _applied(before_x, NOW))
