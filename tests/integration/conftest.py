@@ -58,13 +58,14 @@ def dbt_session(request: pytest.FixtureRequest, tmp_path_factory) -> DbtProject:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     schema = f"entity_state_test_{worker}" if target == "cluster" and worker else "entity_state_test"
     project = DbtProject(tmp_path_factory.mktemp("entity_state_home"), target, schema)
-    project.dbt("parse")
+    # A command that connects: on `local` it starts the in-process Spark session, with the profile's settings, that
+    # `reset` and the tests' reads then share (once started, a later getOrCreate hands back that one).
+    project.dbt("run-operation", "create_landing_table")
     return project
 
 
 @pytest.fixture
 def project(dbt_session: DbtProject) -> DbtProject:
     """A clean schema and landing folder for one test, in the shared Spark session (local) or server (cluster)."""
-    dbt_session.dbt("run-operation", "create_landing_table")
     dbt_session.reset()
     return dbt_session
