@@ -110,15 +110,16 @@
 
     {%- set known = [window.start, window.high] | reject('none') | list -%}
     {%- set watermark = known | max if known else none -%}
+    {%- set is_built = not is_stored or rebuild is not none -%}
     {%- do window.update({'plan': {
         'watermark': watermark,
         'partition': entity_state.window_partition_value(watermark) if declared.emitted_column else none,
         'rebuild': rebuild,
         'is_window_empty': is_stored and rebuild is none and entity_state.is_window_empty(window.start, window.high),
         'recorded_watermark': recorded,
-        'followed_build': followed_build if not is_stored or rebuild is not none else none,
+        'followed_build': followed_build if is_built else none,
         'repair_history': repair_history_record,
-        'first_window': watermark if declared.emitted_column and (not is_stored or rebuild is not none) else none,
+        'first_window': watermark if declared.emitted_column and is_built else none,
     }}) -%}
     {{ return(window) }}
 {% endmacro %}
