@@ -119,7 +119,10 @@ class Measurement:
     peak_rss: int
     phases: dict[str, float] = field(default_factory=dict)
     models: dict[str, float] = field(default_factory=dict)
+    # parquet bytes each table's files hold that the run wrote, and all its files hold after the run (point 4 of the
+    # performance issue: writes that follow the batch)
     written: dict[str, int] = field(default_factory=dict)
+    stored: dict[str, int] = field(default_factory=dict)
 
 
 class TreeMemory:
@@ -217,6 +220,24 @@ class Workspace:
             shutil.copytree(copy / part, self.home / part)
 
 
+def table_files(root: Path, since: float) -> tuple[dict[str, int], dict[str, int]]:
+    """Parquet bytes per table under a warehouse or state folder `root`: those in files written at or after `since`
+    (a time.time()), and all. A table's folder is the one under a database folder (`<schema>.db`), or under `root`.
+    Spark writes a replaced partition's files anew and renames them in, so a file's modification time is when the
+    run wrote its rows."""
+    written: dict[str, int] = {}
+    stored: dict[str, int] = {}
+    for path in root.rglob("*.parquet"):
+        parts = path.relative_to(root).parts
+        database = next((i for i, part in enumerate(parts) if part.endswith(".db")), -1)
+        table = parts[database + 1]
+        status = path.stat()
+        stored[table] = stored.get(table, 0) + status.st_size
+        if status.st_mtime >= since:
+            written[table] = written.get(table, 0) + status.st_size
+    return written, stored
+
+
 class InProcessDbt:
     """A long-lived `dbtRunner` in a child process (bench/dbt_worker.py serve), warmed up before timing."""
 
@@ -237,25 +258,28 @@ class InProcessDbt:
 
     def invoke(self, *args: str, starts_spark: bool = False) -> Measurement:
         arguments, logs = self.workspace.dbt_args(*args)
+        started = time.time()
         with TreeMemory(self.process.pid) as memory:
             self.process.stdin.write(json.dumps({"cmd": "dbt", "args": arguments}) + "\n")
             self.process.stdin.flush()
             answer = json.loads(self.process.stdout.readline() or "null")
         if not answer or not answer["success"]:
             raise RuntimeError(f"dbt {' '.join(args)} failed: {answer and answer['error']}; see {logs}")
-        return _measurement(answer["seconds"], memory.peak, logs, self.workspace, False, starts_spark)
+        return _measurement(answer["seconds"], memory.peak, logs, self.workspace, False, starts_spark, started)
 
     def bare_incremental(self, files: list[str], state: str = "bare") -> Measurement:
         """The baseline job (bench/bare_incremental.py) on `files`, in this worker's Spark session, with its own
         state in the workspace folder `state`."""
         request = {"cmd": "bare_incremental", "files": files, "state": str(self.workspace.home / state)}
+        started = time.time()
         with TreeMemory(self.process.pid) as memory:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             answer = json.loads(self.process.stdout.readline() or "null")
         if not answer or not answer["success"]:
             raise RuntimeError(f"the baseline job failed; see {self.workspace.home / 'worker.log'}")
-        return Measurement(answer["seconds"], memory.peak, written={"current rows": answer["current_rows_written"]})
+        written, stored = table_files(self.workspace.home / state, started)
+        return Measurement(answer["seconds"], memory.peak, written=written, stored=stored)
 
     def sql(self, statements: list[str]) -> None:
         """Set-up statements in the worker's Spark session, outside any timed run."""
@@ -274,7 +298,7 @@ class InProcessDbt:
 def cli_dbt(workspace: Workspace, *args: str) -> Measurement:
     """`dbt run` as a user types it: a new process, a new JVM."""
     arguments, logs = workspace.dbt_args(*args)
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), time.time()
     with open(workspace.home / "cli.log", "ab") as output:
         process = subprocess.Popen(
             [str(Path(PYTHON).parent / "dbt"), *arguments],
@@ -288,16 +312,23 @@ def cli_dbt(workspace: Workspace, *args: str) -> Measurement:
     seconds = time.perf_counter() - started
     if code != 0:
         raise RuntimeError(f"dbt {' '.join(args)} exited with {code}; see {logs}")
-    return _measurement(seconds, memory.peak, logs, workspace, True, True)
+    return _measurement(seconds, memory.peak, logs, workspace, True, True, started_at)
 
 
 def _measurement(
-    seconds: float, peak: int, logs: Path, workspace: Workspace, new_process: bool, starts_spark: bool
+    seconds: float,
+    peak: int,
+    logs: Path,
+    workspace: Workspace,
+    new_process: bool,
+    starts_spark: bool,
+    started_at: float,
 ) -> Measurement:
     events = [json.loads(line) for line in (logs / "dbt.log").read_text().splitlines() if line.startswith("{")]
     results = json.loads((workspace.home / "target" / "run_results.json").read_text())
     models = {r["unique_id"].split(".")[-1]: r["execution_time"] for r in results["results"]}
-    return Measurement(seconds, peak, log_phases(events, seconds, new_process, starts_spark), models)
+    written, stored = table_files(workspace.home / "warehouse", started_at)
+    return Measurement(seconds, peak, log_phases(events, seconds, new_process, starts_spark), models, written, stored)
 
 
 SPARK_START = "JVM, Spark session and metastore start"
@@ -318,32 +349,49 @@ def statement_kind(sql: str) -> str:
     return next(kind for kind, pattern in STATEMENT_KINDS if pattern.search(body))
 
 
+# a query (not a command) that Spark plans when dbt sends it and runs only when dbt-spark fetches its rows
+LAZY_QUERY = re.compile(r"^\s*(select|with|\()", re.I)
+
+
 def statements(events: list[dict]) -> list[dict]:
-    """The SQL dbt sent to Spark, in order, with each statement's kind and how long Spark took."""
-    found, pending = [], None
+    """The SQL dbt sent to Spark, in order, with each statement's kind and how long Spark took. dbt's status line
+    times `spark.sql()`, which runs a command (a write, DDL, `show`) but only plans a query: a query's Spark job runs
+    while dbt-spark fetches its rows, after the status line, so its time runs up to dbt's next log line (which
+    leaves dbt's own handling of the rows in it, a few milliseconds)."""
+    found, pending, fetching = [], None, None
     for event in events:
         name, data = event["info"]["name"], event.get("data", {})
+        if fetching is not None:
+            fetching["seconds"] += _event_time(event) - fetching.pop("status_at")
+            fetching = None
         if name == "SQLQuery":
             pending = data["sql"]
         elif name == "SQLQueryStatus" and pending is not None:
-            found.append({"sql": pending, "kind": statement_kind(pending), "seconds": float(data["elapsed"])})
+            statement = {"sql": pending, "kind": statement_kind(pending), "seconds": float(data["elapsed"])}
+            found.append(statement)
+            if LAZY_QUERY.search(re.sub(r"^\s*/\*.*?\*/", "", pending, flags=re.S)):
+                fetching = statement
+                fetching["status_at"] = _event_time(event)
             pending = None
+    if fetching is not None:
+        fetching.pop("status_at")
     return found
+
+
+def _event_time(event: dict) -> float:
+    return datetime.fromisoformat(event["info"]["ts"].replace("Z", "+00:00")).timestamp()
 
 
 def log_phases(events: list[dict], total: float, new_process: bool, starts_spark: bool) -> dict[str, float]:
     """Where the time of one invocation went, from dbt's own log: parse, Spark statements by kind, the rest."""
 
-    def at(event: dict) -> float:
-        return datetime.fromisoformat(event["info"]["ts"].replace("Z", "+00:00")).timestamp()
-
-    first = at(events[0])
+    first = _event_time(events[0])
     # parsing ends where dbt starts talking to Spark (ConcurrencyLine, or the first query of a run-operation)
-    ready = next(at(e) for e in events if e["info"]["name"] in ("ConcurrencyLine", "SQLQuery"))
+    ready = next(_event_time(e) for e in events if e["info"]["name"] in ("ConcurrencyLine", "SQLQuery"))
     ran = statements(events)
     phases = {"dbt parse and setup": ready - first}
     if new_process:
-        phases["python start and imports"] = max(0.0, total - (at(events[-1]) - first))
+        phases["python start and imports"] = max(0.0, total - (_event_time(events[-1]) - first))
     if starts_spark:
         # the first statement of a new process waits for the JVM, the Spark session and the metastore to start
         phases[SPARK_START] = ran[0]["seconds"]
@@ -410,6 +458,14 @@ class Results:
             else None,
             "phases_median": {
                 phase: statistics.median(m.phases.get(phase, 0.0) for m in runs) for phase in runs[0].phases
+            },
+            "written_bytes_median": {
+                table: statistics.median(m.written.get(table, 0) for m in runs)
+                for table in sorted({table for m in runs for table in m.written})
+            },
+            "stored_bytes_median": {
+                table: statistics.median(m.stored.get(table, 0) for m in runs)
+                for table in sorted({table for m in runs for table in m.stored})
             },
         }
         self.rows.append(row)
@@ -492,7 +548,22 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     results.ratio("full refresh / incremental", value, ">= 10", value >= 10)
     value = full["state_models_seconds_median"] / largest["state_models_seconds_median"]
     results.ratio("full refresh / incremental (state models only)", value, ">= 10", value >= 10)
+    # writes that follow the batch: "about" the touched share, counted met within twice it (a file's footer and
+    # compression do not shrink with its rows)
+    touched_share = sizes["batch_entities"] / sizes["entities"]
+    value = rewritten_share(largest, "entity_state_current")
+    results.ratio(
+        f"share of entity_state_current a batch touching {touched_share:.0%} of the entities rewrites",
+        value,
+        f"<= {2 * touched_share:.2f}",
+        value <= 2 * touched_share,
+    )
     return workspace
+
+
+def rewritten_share(row: dict, table: str) -> float:
+    """The share of `table`'s bytes (after the run) that a row's runs wrote, median of its runs."""
+    return row["written_bytes_median"].get(table, 0) / row["stored_bytes_median"][table]
 
 
 def full_refresh_against_bare(
@@ -889,6 +960,22 @@ def markdown(results: Results) -> str:
     lines += ["", "| ratio | value | goal | met |", "| --- | ---: | --- | --- |"]
     for name, ratio in results.ratios.items():
         lines.append(f"| {name} | {ratio['value']:.2f} | {ratio['goal']} | {'yes' if ratio['met'] else 'no'} |")
+    lines += [
+        "",
+        "| what each run writes (median MiB of parquet) | all tables | entity_state_current (share of it) "
+        "| entity_state_segments |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for row in results.rows:
+        if row["stored_bytes_median"]:
+            current = "current" if row["group"] == "bare" else "entity_state_current"
+            segments = "segments" if row["group"] == "bare" else "entity_state_segments"
+            written = row["written_bytes_median"]
+            share = f" ({rewritten_share(row, current):.0%})" if current in row["stored_bytes_median"] else ""
+            lines.append(
+                f"| {row['what']} | {sum(written.values()) / 2**20:,.2f} | {written.get(current, 0) / 2**20:,.2f}"
+                f"{share} | {written.get(segments, 0) / 2**20:,.2f} |"
+            )
     lines += ["", "| where the time goes (median s) | " + " | ".join(_PHASES) + " |"]
     lines.append("| --- |" + " ---: |" * len(_PHASES))
     for row in results.rows:
