@@ -23,8 +23,7 @@
     {%- do entity_state._assert_bounds_are_dependencies(declared) -%}
     {%- set is_stored = entity_state.has_stored_state() -%}
     {%- set properties = entity_state.table_properties(this) if is_stored else {} -%}
-    {%- set recorded = properties.get(entity_state.watermark_property()) -%}
-    {%- set recorded = recorded | int if recorded is not none else none -%}
+    {%- set recorded = entity_state._recorded_watermark(properties) -%}
     {%- set rebuild = none -%}
     {%- set is_waiting = false -%}
 
@@ -63,7 +62,7 @@
     {%- endif -%}
 
     {%- if rebuild is none and is_stored -%}
-        {%- do window.update({'start': entity_state.emitted_watermark(this, declared.emitted_column, recorded)
+        {%- do window.update({'start': entity_state.emitted_watermark(this, declared.emitted_column, properties)
             if declared.emitted_column else recorded}) -%}
     {%- endif -%}
     {%- if declared.seed is none -%}
@@ -85,9 +84,9 @@
             {%- if relation is not none or not bound.once_built -%}
                 {%- set emitted_column = entity_state._declared_window(
                     entity_state._state_node(bound.table)).emitted_column -%}
-                {%- set bound_recorded = entity_state.read_watermark(relation) -%}
-                {%- do bounds.append(entity_state.emitted_watermark(relation, emitted_column, bound_recorded)
-                    if emitted_column else bound_recorded) -%}
+                {%- set bound_properties = entity_state.table_properties(relation) -%}
+                {%- do bounds.append(entity_state.emitted_watermark(relation, emitted_column, bound_properties)
+                    if emitted_column else entity_state._recorded_watermark(bound_properties)) -%}
             {%- endif -%}
         {%- endif -%}
     {%- endfor -%}

@@ -7,8 +7,20 @@
 {% endmacro %}
 
 {% macro read_watermark(relation) %}
-    {%- set recorded = entity_state.table_properties(relation).get(entity_state.watermark_property()) -%}
+    {{ return(entity_state._recorded_watermark(entity_state.table_properties(relation))) }}
+{% endmacro %}
+
+{#- The watermark recorded in a table's properties (table_properties), or none. -#}
+{% macro _recorded_watermark(properties) %}
+    {%- set recorded = properties.get(entity_state.watermark_property()) -%}
     {{ return(recorded | int if recorded is not none else none) }}
+{% endmacro %}
+
+{#- Name of the table property where a table written one partition per window records, before each write to it, the
+    window that write is for (record_write_intent), and again with its watermark after it (record_watermark): a write
+    whose watermark was never recorded leaves this property ahead of the watermark (emitted_watermark). -#}
+{% macro write_intent_property() %}
+    {{ return('entity_state.write_intent_micros') }}
 {% endmacro %}
 
 {#- The table properties of a relation, as a dict (empty for none). -#}
@@ -54,7 +66,8 @@
 {% endmacro %}
 
 {#- Post-hook of the state models: records the watermark of the model's write plan, the one its rows were computed
-    for, for a table that follows another's writes, which build of that table it followed, for a table written one
+    for (for a table written one partition per window, as its write intent too: every write so far is recorded),
+    for a table that follows another's writes, which build of that table it followed, for a table written one
     partition per window and just built, the window the build ended at, and for a table that holds its own closed
     stays, the bound of its window's repair read. -#}
 {% macro record_watermark() %}
@@ -65,6 +78,9 @@
     {%- set properties = [] -%}
     {%- if plan.get('watermark') is not none -%}
         {%- do properties.append("'" ~ entity_state.watermark_property() ~ "' = '" ~ plan.watermark ~ "'") -%}
+        {%- if plan.get('partition') is not none -%}
+            {%- do properties.append("'" ~ entity_state.write_intent_property() ~ "' = '" ~ plan.watermark ~ "'") -%}
+        {%- endif -%}
     {%- endif -%}
     {%- if plan.get('followed_build') is not none -%}
         {%- do properties.append("'" ~ entity_state.followed_build_property() ~ "' = '" ~ plan.followed_build ~ "'") -%}
@@ -83,13 +99,20 @@
     alter table {{ this }} set tblproperties ({{ properties | join(', ') }})
 {% endmacro %}
 
-{#- How far a table written one partition per window (`entity_state_segments`, `events_rejected`) has emitted:
-    `recorded`, its recorded watermark (read_watermark; the caller reads it once and passes it, as it usually needs
-    it too), or further if a run wrote rows and then stopped before recording it (the rows themselves then say how
-    far it got: `column` is the arrival time each row was emitted for). -#}
-{% macro emitted_watermark(relation, column, recorded) %}
+{#- How far a table written one partition per window (`entity_state_segments`, `events_rejected`) has emitted: its
+    recorded watermark, or further if a run wrote rows and then stopped before recording it (the rows themselves then
+    say how far it got: `column` is the arrival time each row was emitted for). `properties` are the table's
+    (table_properties; the caller reads them once, as it needs them too). The rows are read only when the table's
+    write intent is ahead of its watermark, or unknown (a table just built, or built before intents were recorded):
+    otherwise every write was recorded, and the query would cost a Spark job for nothing. -#}
+{% macro emitted_watermark(relation, column, properties) %}
     {%- if not execute or relation is none -%}
         {{ return(none) }}
+    {%- endif -%}
+    {%- set recorded = entity_state._recorded_watermark(properties) -%}
+    {%- set intent = properties.get(entity_state.write_intent_property()) -%}
+    {%- if recorded is not none and intent is not none and intent | int <= recorded -%}
+        {{ return(recorded) }}
     {%- endif -%}
     {%- set query -%}
         select unix_micros(max({{ column }})) from {{ relation }}
@@ -103,4 +126,27 @@
         {%- do candidates.append(value | int) -%}
     {%- endfor -%}
     {{ return(candidates | max if candidates else none) }}
+{% endmacro %}
+
+{#- Pre-hook of the tables written one partition per window: before a write to the existing table, records the window
+    it is for as the table's write intent (write_intent_property), so that a run killed before its watermark is
+    recorded leaves the intent ahead of it. Renders nothing when the run writes nothing there, or builds the table
+    anew (a new table has no intent: its rows are read, emitted_watermark). -#}
+{% macro record_write_intent() %}
+    {%- if not execute -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set plan = entity_state.read_write_plan(model.compiled_code) -%}
+    {%- if plan.get('partition') is none -%}
+        {{ exceptions.raise_compiler_error(
+            "record_write_intent: " ~ this ~ " is not written one partition per window (its write plan names no "
+            ~ "partition); use this pre-hook only on models with incremental_strategy 'insert_new_partition'"
+        ) }}
+    {%- endif -%}
+    {%- if plan.get('is_window_empty') or plan.get('rebuild') is not none or not entity_state.has_stored_state() -%}
+        {{ return('') }}
+    {%- endif -%}
+    alter table {{ this }} set tblproperties (
+        '{{ entity_state.write_intent_property() }}' = '{{ plan.partition[:20] | int }}'
+    )
 {% endmacro %}

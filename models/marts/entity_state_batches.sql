@@ -3,6 +3,7 @@
         materialized='state_table',
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
+        pre_hook=["{{ entity_state.record_write_intent() }}"],
         post_hook=["{{ entity_state.record_watermark() }}"],
         on_schema_change='fail',
     )

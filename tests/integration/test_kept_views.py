@@ -17,6 +17,9 @@ ARRIVAL = datetime(2026, 6, 2, tzinfo=UTC)
 PARTITIONED = ("entity_state_segments", "events_rejected", "entity_state_batches")
 # the time-in-state table is written whole, and only when the current table moved
 WATERMARKED = (*PARTITIONED, "entity_state_current", "entity_state_daily_counted")
+# the tables written one partition per window, whose emitted watermark a run reads from their rows only when a write
+# was not recorded (emitted_watermark)
+EMITTING = (*PARTITIONED, "entity_state_changes")
 
 
 def _definitions(project) -> dict[str, str | None]:
@@ -49,11 +52,13 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     assert definitions and None not in definitions.values(), definitions
     created = {view: _created(project, view) for view in definitions}
 
-    # the run fails if it sets a state table's watermark again (it is the value the table holds), or builds the
-    # time-in-state table again (the view entity_state_daily counts the open stays on up to the query)
-    watermarked = "|".join(WATERMARKED)
+    # the run fails if it sets a state table's watermark or write intent again (it is the value the table holds),
+    # builds the time-in-state table again (the view entity_state_daily counts the open stays on up to the query), or
+    # reads a table's rows for how far it emitted while every write was recorded
+    watermarked, emitting = "|".join(WATERMARKED), "|".join(EMITTING)
     with failing_statement(
-        rf"(alter table \S*\.({watermarked}) set tblproperties|create table \S*entity_state_daily_counted)"
+        rf"(alter table \S*\.({watermarked}) set tblproperties|create table \S*entity_state_daily_counted"
+        rf"|select unix_micros\(max\(\w+\)\) from \S*\.({emitting})\b)"
     ) as writes:
         project.dbt("run")
     assert not writes

@@ -22,7 +22,7 @@ import pytest
 from entity_state.landing import LANDED_SCHEMA
 from tests.reference import ClosedStay, Event, OpenStay, recompute
 
-from .dbt_harness import PROJECT_DIR
+from .dbt_harness import PROJECT_DIR, recording_watermark
 from .state_assertions import stays_from_changes
 
 SCHEMA = "entity_state_killed"
@@ -42,14 +42,11 @@ SECOND_BATCH = [
 KILL_POINTS = {
     "before the segments write": (r"insert into table \S*entity_state_segments\b", "before"),
     "in the middle of the segments write": (r"insert into table \S*entity_state_segments\b", "mid-write"),
-    "between the segments write and its watermark": (
-        r"alter table \S*entity_state_segments set tblproperties",
-        "before",
-    ),
+    "between the segments write and its watermark": (recording_watermark("entity_state_segments"), "before"),
     "between the two state models": (r"insert overwrite table \S*entity_state_current\b", "before"),
     "in the middle of the current write": (r"insert overwrite table \S*entity_state_current\b", "mid-write"),
-    "between the current write and its watermark": (r"alter table \S*entity_state_current set tblproperties", "before"),
-    "between the changes write and its watermark": (r"alter table \S*entity_state_changes set tblproperties", "before"),
+    "between the current write and its watermark": (recording_watermark("entity_state_current"), "before"),
+    "between the changes write and its watermark": (recording_watermark("entity_state_changes"), "before"),
 }
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.reference import Event
 
-from .dbt_harness import BUILD_ON_THE_STATE, InjectedFailure, failing_statement
+from .dbt_harness import BUILD_ON_THE_STATE, InjectedFailure, failing_statement, recording_watermark
 from .state_assertions import assert_matches_reference, segments_rows, view_stays
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -59,7 +59,7 @@ def test_a_repair_interrupted_at_each_write_is_finished_by_a_plain_rerun(project
     for minute, failing in (
         (2, r"insert into table \S*entity_state_segments"),
         (3, r"insert overwrite table \S*entity_state_current"),
-        (4, r"alter table \S*entity_state_segments\S* set tblproperties"),
+        (4, recording_watermark("entity_state_segments")),
     ):
         _batch(project, landed, minute, ("e-1", "D", 3 + minute), ("e-2", "B", minute))
         with failing_statement(failing) as hits:
@@ -91,7 +91,7 @@ def test_rows_written_but_watermark_not_recorded_are_not_emitted_twice(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "A", 1))
     project.dbt("run")
     _batch(project, landed, 2, ("e-1", "C", 6), ("e-2", "B", 2), ("e-2", "C", 3))
-    with failing_statement(r"alter table \S*entity_state_segments\S* set tblproperties") as hits:
+    with failing_statement(recording_watermark("entity_state_segments")) as hits:
         assert not project.dbt("run", expect_success=False).success
     assert hits, "the failure was not injected"
     project.dbt("run")
