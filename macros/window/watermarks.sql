@@ -103,8 +103,8 @@
     recorded watermark, or further if a run wrote rows and then stopped before recording it (the rows themselves then
     say how far it got: `column` is the arrival time each row was emitted for). `properties` are the table's
     (table_properties; the caller reads them once, as it needs them too). The rows are read only when the table's
-    write intent is ahead of its watermark, or unknown (a table just built, or built before intents were recorded):
-    otherwise every write was recorded, and the query would cost a Spark job for nothing. -#}
+    write intent is ahead of its watermark, or missing (a table whose build was not recorded yet, or built before
+    intents were recorded): otherwise every write was recorded, and the query would cost a Spark job for nothing. -#}
 {% macro emitted_watermark(relation, column, properties) %}
     {%- if not execute or relation is none -%}
         {{ return(none) }}
@@ -131,7 +131,8 @@
 {#- Pre-hook of the tables written one partition per window: before a write to the existing table, records the window
     it is for as the table's write intent (write_intent_property), so that a run killed before its watermark is
     recorded leaves the intent ahead of it. Renders nothing when the run writes nothing there, or builds the table
-    anew (a new table has no intent: its rows are read, emitted_watermark). -#}
+    anew: a new table has no intent until its post-hook records one with its watermark, and until then readers read
+    its rows (emitted_watermark). -#}
 {% macro record_write_intent() %}
     {%- if not execute -%}
         {{ return('') }}
