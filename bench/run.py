@@ -356,8 +356,8 @@ LAZY_QUERY = re.compile(r"^\s*(select|with|\()", re.I)
 def statements(events: list[dict]) -> list[dict]:
     """The SQL dbt sent to Spark, in order, with each statement's kind and how long Spark took. dbt's status line
     times `spark.sql()`, which runs a command (a write, DDL, `show`) but only plans a query: a query's Spark job runs
-    while dbt-spark fetches its rows, after the status line, so its time runs up to dbt's next log line (which
-    leaves dbt's own handling of the rows in it, a few milliseconds)."""
+    while dbt-spark fetches its rows, after the status line, so its time runs up to dbt's next log line: an upper
+    bound, as it also holds dbt's work between the fetch and that line (the rest of a model's compiling)."""
     found, pending, fetching = [], None, None
     for event in events:
         name, data = event["info"]["name"], event.get("data", {})

@@ -33,14 +33,6 @@ STATE_MODELS = ("entity_state_segments", "entity_state_current")
 # inputs, never on the state, so a test about the state gains nothing from them, and they take about a third of a
 # build here (12 of them, 10 s). test_dbt_build_runs_the_data_tests_on_the_state keeps the whole `dbt build`.
 BUILD_ON_THE_STATE = ("build", "--exclude", "test_type:unit")
-
-
-def recording_watermark(table: str) -> str:
-    """Regex of the statement that records `table`'s watermark after its write (its post-hook), not of the one that
-    records its write intent before it (the pre-hook of the tables written one partition per window)."""
-    return rf"alter table \S*{table}\S* set tblproperties \('entity_state\.watermark_micros'"
-
-
 TARGETS = ("local", "cluster")
 # where each target's dbt connection sends a SQL statement; failure injection replaces its `execute`
 STATEMENT_CURSORS = {"local": spark_session_module.Cursor, "cluster": PyhiveConnectionWrapper}
@@ -53,6 +45,12 @@ EVENTS_TABLE_COLUMNS = {
     "event_time_text": "seen_at_text",
     "ingested_at": "arrived_at",
 }
+
+
+def recording_watermark(table: str) -> str:
+    """Regex of the statement that records `table`'s watermark after its write (its post-hook), not of the one that
+    records its write intent before it (the pre-hook of the tables written one partition per window)."""
+    return rf"alter table \S*{table}\S* set tblproperties \('entity_state\.watermark_micros'"
 
 
 class InjectedFailure(RuntimeError):
