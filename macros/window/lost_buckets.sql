@@ -3,9 +3,11 @@
     the bucket registered in the metastore with only some or none of its rows, and readers would take the missing
     entities for ones never seen. Every row carries the number of rows its bucket was written with
     (`bucket_entities`), which tells such a bucket from a complete one. Returns the bucket numbers, sorted; an empty
-    list when the table does not exist. -#}
-{% macro lost_current_buckets(relation) %}
-    {%- if not execute or relation is none -%}
+    list when the table does not exist, or when its properties (`properties`, table_properties) show that every
+    write to it was recorded after it finished (is_every_write_recorded): only a write that did not finish can lose
+    a bucket, and counting the rows would cost two statements and a Spark job for nothing. -#}
+{% macro lost_current_buckets(relation, properties) %}
+    {%- if not execute or relation is none or entity_state.is_every_write_recorded(properties) -%}
         {{ return([]) }}
     {%- endif -%}
     {%- set registered = [] -%}

@@ -43,7 +43,8 @@
     {#- the seed: a seed that lost rows makes its own table rebuild and every other table wait -#}
     {%- if is_stored and declared.seed is not none -%}
         {%- set seed = this if declared.seed == 'this' else entity_state.state_relation(declared.seed) -%}
-        {%- set lost_buckets = entity_state.lost_current_buckets(seed) -%}
+        {%- set seed_properties = properties if declared.seed == 'this' else entity_state.table_properties(seed) -%}
+        {%- set lost_buckets = entity_state.lost_current_buckets(seed, seed_properties) -%}
         {%- if lost_buckets and declared.seed == 'this' -%}
             {%- set rebuild = 'buckets ' ~ lost_buckets | join(', ') ~ ' lost rows' -%}
             {%- set seed = none -%}
@@ -68,7 +69,7 @@
     {%- if declared.seed is none -%}
         {%- do window.update({'low': window.start}) -%}
     {%- elif window.seed is not none -%}
-        {%- do window.update({'low': recorded if declared.seed == 'this' else entity_state.read_watermark(window.seed)}) -%}
+        {%- do window.update({'low': entity_state._recorded_watermark(seed_properties)}) -%}
     {%- endif -%}
 
     {#- the end: the least of the bounds; a bound not there yet (nothing landed, a table not built or not written)

@@ -16,11 +16,20 @@
     {{ return(recorded | int if recorded is not none else none) }}
 {% endmacro %}
 
-{#- Name of the table property where a table written one partition per window records, before each write to it, the
-    window that write is for (record_write_intent), and again with its watermark after it (record_watermark): a write
-    whose watermark was never recorded leaves this property ahead of the watermark (emitted_watermark). -#}
+{#- Name of the table property where a state table records, before each write to it, the window that write is for
+    (record_write_intent), and again with its watermark after it (record_watermark): a write that did not finish, or
+    whose watermark was never recorded, leaves this property ahead of the watermark (is_every_write_recorded). -#}
 {% macro write_intent_property() %}
     {{ return('entity_state.write_intent_micros') }}
+{% endmacro %}
+
+{#- Whether a state table's properties (table_properties) show that every write to it finished and had its
+    watermark recorded: its write intent is at or behind its watermark. False when either is missing (a table built
+    before intents were recorded, or whose build was not recorded yet). -#}
+{% macro is_every_write_recorded(properties) %}
+    {%- set recorded = entity_state._recorded_watermark(properties) -%}
+    {%- set intent = properties.get(entity_state.write_intent_property()) -%}
+    {{ return(recorded is not none and intent is not none and intent | int <= recorded) }}
 {% endmacro %}
 
 {#- The table properties of a relation, as a dict (empty for none). -#}
@@ -66,7 +75,7 @@
 {% endmacro %}
 
 {#- Post-hook of the state models: records the watermark of the model's write plan, the one its rows were computed
-    for (for a table written one partition per window, as its write intent too: every write so far is recorded),
+    for (as its write intent too: every write so far finished and is recorded),
     for a table that follows another's writes, which build of that table it followed, for a table written one
     partition per window and just built, the window the build ended at, and for a table that holds its own closed
     stays, the bound of its window's repair read. -#}
@@ -78,9 +87,7 @@
     {%- set properties = [] -%}
     {%- if plan.get('watermark') is not none -%}
         {%- do properties.append("'" ~ entity_state.watermark_property() ~ "' = '" ~ plan.watermark ~ "'") -%}
-        {%- if plan.get('partition') is not none -%}
-            {%- do properties.append("'" ~ entity_state.write_intent_property() ~ "' = '" ~ plan.watermark ~ "'") -%}
-        {%- endif -%}
+        {%- do properties.append("'" ~ entity_state.write_intent_property() ~ "' = '" ~ plan.watermark ~ "'") -%}
     {%- endif -%}
     {%- if plan.get('followed_build') is not none -%}
         {%- do properties.append("'" ~ entity_state.followed_build_property() ~ "' = '" ~ plan.followed_build ~ "'") -%}
@@ -110,8 +117,7 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set recorded = entity_state._recorded_watermark(properties) -%}
-    {%- set intent = properties.get(entity_state.write_intent_property()) -%}
-    {%- if recorded is not none and intent is not none and intent | int <= recorded -%}
+    {%- if entity_state.is_every_write_recorded(properties) -%}
         {{ return(recorded) }}
     {%- endif -%}
     {%- set query -%}
@@ -128,26 +134,25 @@
     {{ return(candidates | max if candidates else none) }}
 {% endmacro %}
 
-{#- Pre-hook of the tables written one partition per window: before a write to the existing table, records the window
-    it is for as the table's write intent (write_intent_property), so that a run killed before its watermark is
-    recorded leaves the intent ahead of it. Renders nothing when the run writes nothing there, or builds the table
-    anew: a new table has no intent until its post-hook records one with its watermark, and until then readers read
-    its rows (emitted_watermark). -#}
+{#- Pre-hook of the state tables written in place (all but the time-in-state table, which is built anew whenever it
+    is written): before a write to the existing table, records the window it is for as the table's write intent
+    (write_intent_property), so that a run killed during the write or before its watermark is recorded leaves the
+    intent ahead of it. Renders nothing when the run writes nothing there, or builds the table anew: a new table has
+    no intent until its post-hook records one with its watermark, and until then it is treated as possibly
+    unrecorded (is_every_write_recorded). -#}
 {% macro record_write_intent() %}
     {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
     {%- set plan = entity_state.read_write_plan(model.compiled_code) -%}
-    {%- if plan.get('partition') is none -%}
-        {{ exceptions.raise_compiler_error(
-            "record_write_intent: " ~ this ~ " is not written one partition per window (its write plan names no "
-            ~ "partition); use this pre-hook only on models with incremental_strategy 'insert_new_partition'"
-        ) }}
-    {%- endif -%}
     {%- if plan.get('is_window_empty') or plan.get('rebuild') is not none or not entity_state.has_stored_state() -%}
         {{ return('') }}
     {%- endif -%}
-    alter table {{ this }} set tblproperties (
-        '{{ entity_state.write_intent_property() }}' = '{{ plan.partition[:20] | int }}'
-    )
+    {%- if plan.get('watermark') is none -%}
+        {{ exceptions.raise_compiler_error(
+            "record_write_intent: the write plan of " ~ this ~ " writes rows but gives no watermark; render "
+            ~ "entity_state.write_plan(**window.plan) from state_window in the model"
+        ) }}
+    {%- endif -%}
+    alter table {{ this }} set tblproperties ('{{ entity_state.write_intent_property() }}' = '{{ plan.watermark }}')
 {% endmacro %}

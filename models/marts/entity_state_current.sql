@@ -3,6 +3,7 @@
         materialized='state_table',
         incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
         partition_by=['entity_bucket'],
+        pre_hook=["{{ entity_state.record_write_intent() }}"],
         post_hook=["{{ entity_state.record_watermark() }}"],
         on_schema_change='fail',
     )
@@ -13,7 +14,8 @@
 {#- One row per entity: its open stay (its window: yml meta `state_window`, macro state_window). It never moves past
     what segments has emitted, which seeds its next walk from the rows stored here, nor past what the batch counts
     have counted. Only the hash buckets the window touches are rewritten; a bucket that lost rows (a run killed while
-    Spark replaced it, see lost_current_buckets) makes the run rebuild the table from the landed events. -#}
+    Spark replaced it, see lost_current_buckets; its write intent, set before the write, tells) makes the run rebuild
+    the table from the landed events. -#}
 {%- set window = entity_state.state_window() -%}
 {{ entity_state.write_plan(**window.plan) }}
 

@@ -3,7 +3,8 @@
 Spark replaces a rewritten bucket by deleting its folder and then renaming the new one in. A run killed during the
 delete, or between the two, leaves the bucket registered with only some or none of its rows. The kill itself lasts
 milliseconds and cannot be aimed at from outside, so this test leaves the table as such a kill would (the run that
-was killed had written segments and the batch counts already) and then runs dbt as a user would.
+was killed had written segments and the batch counts already, and recorded the current write's intent) and then
+runs dbt as a user would.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from tests.reference import Event
 
+from .dbt_harness import failing_statement
 from .state_assertions import assert_matches_reference
 
 T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
@@ -58,7 +60,10 @@ def test_a_bucket_that_lost_rows_is_rebuilt_by_a_plain_rerun(project, lose):
     _batch(project, landed, 1, [(entity, "A", 0) for entity in ENTITIES] + [(entity, "B", 4) for entity in ENTITIES])
     project.dbt("run")
     _batch(project, landed, 2, [(entity, "C", 6) for entity in ENTITIES[::2]] + [("e-2", "A", 8)])
-    project.dbt("run", "--exclude", "entity_state_current")  # the killed run: everything before the current write
+    # the killed run: everything up to the current write, whose pre-hook recorded the write's intent
+    with failing_statement(r"insert overwrite table \S*entity_state_current") as hits:
+        project.dbt("run", expect_success=False)
+    assert hits, "the failure was not injected"
 
     lose(_bucket_folder(project))
     project.execute(f"refresh table {project.schema}.entity_state_current")  # a new process would not cache files
