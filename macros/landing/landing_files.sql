@@ -64,8 +64,9 @@
     allowed clock skew breaks what lets runs skip old files unread (landing_files_since): a later file like it could
     be skipped, so the first one seen stops the run. -#}
 {% macro assert_landing_files_complete(low, high) %}
-    {#- a table input has no files; landing_high_watermark has checked that its columns are there -#}
-    {%- if not execute or high is none or entity_state.is_table_input() -%}
+    {#- a table input has no files; landing_high_watermark has checked that its columns are there. A window with
+        nothing new has no file to check, and the query would still cost a Spark job. -#}
+    {%- if not execute or entity_state.is_window_empty(low, high) or entity_state.is_table_input() -%}
         {{ return('') }}
     {%- endif -%}
     {%- set required = ['tenant_id', 'entity_id', 'state_id', 'event_time'] -%}
