@@ -103,15 +103,17 @@ class DbtProject:
         self.execute(f"create table {self.events_table} ({columns}) using parquet")
         return self.events_table
 
-    def dbt(self, *args: str, expect_success: bool = True) -> dbtRunnerResult:
+    def dbt(self, *args: str, expect_success: bool = True, write_artifacts: bool = False) -> dbtRunnerResult:
+        """One dbt call in this process. It writes no manifest.json or run_results.json unless `write_artifacts`
+        (a call that `dbt retry` follows needs them): the runner returns the results, and writing them cost about
+        0.3 s of every call."""
         cwd = os.getcwd()
         os.chdir(PROJECT_DIR)
         if self.vars:
             args = _with_vars(args, self.vars)
+        artifacts = [] if write_artifacts else ["--no-write-json"]
         try:
-            # no manifest.json or run_results.json: no test reads them (results come back from the runner), and
-            # writing them cost about 0.3 s of every call
-            result = dbtRunner().invoke([*args, "--quiet", "--no-write-json", "--project-dir", str(PROJECT_DIR)])
+            result = dbtRunner().invoke([*args, "--quiet", *artifacts, "--project-dir", str(PROJECT_DIR)])
         finally:
             os.chdir(cwd)
         if expect_success and not result.success:
