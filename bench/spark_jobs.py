@@ -46,19 +46,22 @@ def record_statements(recorded: list[Statement]) -> None:
     original_execute, original_fetchall = cursor.execute, cursor.fetchall
     # dbt starts the Spark session in its first statement: asking for one before would start it without dbt's
     # settings, and nothing has run before it anyway
-    session_started = []
+    session = {"started": False}
 
     def job_ids() -> set[int]:
-        return set(_status_tracker().getJobIdsForGroup(None)) if session_started else set()
+        return set(_status_tracker().getJobIdsForGroup(None)) if session["started"] else set()
 
     def finish(pending: tuple[str, float, set[int]], more_seconds: float) -> None:
         sql, seconds, jobs_before = pending
-        session_started.append(True)
+        session["started"] = True
         tracker = _status_tracker()
         jobs = [tracker.getJobInfo(job) for job in sorted(job_ids() - jobs_before)]
-        stages = [tracker.getStageInfo(stage) for job in jobs if job for stage in job.stageIds]
-        tasks = sum(stage.numTasks for stage in stages if stage)
-        recorded.append(Statement(sql, seconds + more_seconds, len(jobs), len(stages), tasks))
+        # with adaptive execution each query stage is a job of its own, whose stage list repeats the stages it
+        # follows (skipped: they ran in an earlier job); only the stages that ran tasks count
+        stage_ids = {stage for job in jobs if job for stage in job.stageIds}
+        ran = [info for info in map(tracker.getStageInfo, stage_ids) if info and info.numCompletedTasks]
+        tasks = sum(info.numCompletedTasks for info in ran)
+        recorded.append(Statement(sql, seconds + more_seconds, len(jobs), len(ran), tasks))
 
     def execute(self, sql: str, *parameters):
         before, started = job_ids(), time.perf_counter()
