@@ -8,6 +8,8 @@
     has_stored_stays: without a seed, whether the table the walk writes already holds stays (a run before its seed
              table was first built): an entity with a late event is then marked repaired, so that its stays replace
              the stored ones the late event changed.
+    may_have_late_events: with a seed, false when no event of the window can be late (may_have_late_events): the
+             walk is then planned without its repair, which would find no entity to repair, and needs no `history`.
 
     Returns one row per stay of every entity that has an applied event: the stays the window closed (is_open false)
     and the stay that is open after it (is_open true). A stay that started before the window rides in on the seed
@@ -18,11 +20,13 @@
     every stay from there on comes out, with repaired_through_ingested_at: the arrival of the newest event the repair
     walked (null for an entity walked from its seed). Without a seed every event is walked
     anyway; with has_stored_stays an entity with a late event carries repaired_through_ingested_at all the same. -#}
-{% macro entity_state_islands(events, seed=none, history=none, has_stored_stays=false) %}
-{%- if seed is not none and history is none -%}
+{% macro entity_state_islands(events, seed=none, history=none, has_stored_stays=false, may_have_late_events=true) %}
+{%- set walks_repairs = seed is not none and may_have_late_events -%}
+{%- if walks_repairs and history is none -%}
     {{ exceptions.raise_compiler_error(
         'entity_state_islands: a seeded walk needs `history` (the landed events up to the window end), '
-        ~ 'to repair the entities that receive late events'
+        ~ 'to repair the entities that receive late events; pass may_have_late_events=false only when no event '
+        ~ 'of the window can be late (may_have_late_events)'
     ) }}
 {%- endif %}
 with
@@ -31,7 +35,7 @@ classified as (
     {{ entity_state.classify_window_events(events, seed) }}
 ),
 
-{%- if seed is not none %}
+{%- if walks_repairs %}
 
 -- an entity with a late event is repaired; a window function over the partitioning classified already has, so
 -- telling the entities apart costs no join
@@ -140,9 +144,13 @@ applied_events as (
         ingested_at,
     {%- if seed is not none %}
         false as is_repaired
-    from classified_entities
+    from {{ 'classified_entities' if walks_repairs else 'classified' }}
     where not is_seen_before
+        {%- if walks_repairs %}
         and not is_entity_repaired
+        {%- endif %}
+    {%- endif %}
+    {%- if walks_repairs %}
 
     union all
 
@@ -154,7 +162,7 @@ applied_events as (
         ingested_at,
         true as is_repaired
     from repair_events
-    {%- else %}
+    {%- elif seed is none %}
         -- without a seed every event is walked, so nothing needs reading again; when the table already holds stays,
         -- those of an entity with a late event may be ones the late event changed, which only a repair replaces
         {{ 'max(is_late) over (partition by tenant_id, entity_id)' if has_stored_stays else 'false' }} as is_repaired
@@ -202,7 +210,7 @@ points as (
     from applied_events
 ),
 
-{%- if seed is not none %}
+{%- if walks_repairs %}
 
 -- a repaired entity walks its history alone, without its seed row
 walked_points as (
@@ -221,7 +229,7 @@ sequenced as (
     select
         *,
         lag(state_id) over entity_points as previous_state_id
-    from {{ 'walked_points' if seed is not none else 'points' }}
+    from {{ 'walked_points' if walks_repairs else 'points' }}
     window entity_points as (
         partition by tenant_id, entity_id
         order by point_rank, event_time, ingested_at, state_id

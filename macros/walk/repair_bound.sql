@@ -1,6 +1,9 @@
 {#- How far back a repair of this window's late events must read the landed history, decided once when the model
     compiles (a literal is what lets Spark skip files: it pushes no subquery into a scan or its file listing).
     Returns none (no bound known: read every landed file) or a dict:
+    - `has_possible_late_events`: whether any entity of the window may have a late event (may_have_late_events).
+      When none may, the usual window of in-order events from one batch, the walk has nothing to repair and is
+      planned without its repair;
     - `has_stored_repairs`: whether an entity with a stored open stay may have a late event. When none may, a
       repaired entity (new in this window) has all its events in the window, and the repair reads nothing older;
     - `event_time_from`: otherwise, the earliest event time a repair may need (epoch microseconds).
@@ -33,14 +36,21 @@
     {%- endif -%}
     {%- set count_query -%}
         select
-            count(*) as repaired_entities,
-            unix_micros(min(least(first_late_event_time, stored_start_time))) as first_reach,
+            count(*) as late_entities,
+            count_if(has_stored_stay) as repaired_entities,
+            unix_micros(min(
+                case when has_stored_stay then least(first_late_event_time, stored_start_time) end
+            )) as first_reach,
             unix_micros(min(watermark_ingested_at)) as first_watermark
-        from ({{ entity_state._possibly_repaired_entities(window) }}) as repaired_entities
+        from ({{ entity_state._possibly_late_entities(window) }}) as late_entities
     {%- endset -%}
     {%- set counted = run_query(count_query).rows[0] -%}
     {%- if counted['repaired_entities'] == 0 -%}
-        {{ return({'has_stored_repairs': false, 'event_time_from': none}) }}
+        {{ return({
+            'has_possible_late_events': counted['late_entities'] > 0,
+            'has_stored_repairs': false,
+            'event_time_from': none,
+        }) }}
     {%- endif -%}
     {%- set reach = counted['first_reach'] | int -%}
     {%- set look_back = [window.high | int - reach, 0] | max -%}
@@ -53,7 +63,11 @@
     {%- set bound = recent if recent['entities_without_bound'] == 0
         or entity_state._every_write_ended_since(closed_stays, recent_since)
         else run_query(entity_state._repair_bound_query(window, closed_stays, 'true')).rows[0] -%}
-    {{ return({'has_stored_repairs': true, 'event_time_from': bound['event_time_from'] | int}) }}
+    {{ return({
+        'has_possible_late_events': true,
+        'has_stored_repairs': true,
+        'event_time_from': bound['event_time_from'] | int,
+    }) }}
 {% endmacro %}
 
 {#- Whether every write of `closed_stays` (a table written one partition per window) ended at or after `micros`: its
@@ -134,11 +148,32 @@ final as (
 select * from final
 {% endmacro %}
 
-{#- Every entity with a stored open stay that may have a late event in the window: an event older than its stored
-    last one, or events from several batches (one may be older than an event of an earlier one). A superset of the
-    ones the walk repairs, each with a time at or before its earliest late event, so its bound is at or before the
-    walk's own. One aggregate of the window's rows joined with the stored rows. -#}
+{#- Whether the walk of `window` may meet a late event, and so must be planned with its repair: false only when
+    repair_history_bound found that no entity of the window may have one (none without a seed, or for a window whose
+    bound is unknown, or recorded before the bound said: then it may). -#}
+{% macro may_have_late_events(window) %}
+    {%- set bound = window.get('repair_history') -%}
+    {{ return(bound is none or bound.get('has_possible_late_events', true)) }}
+{% endmacro %}
+
+{#- Every entity with a stored open stay that may have a late event in the window (_possibly_late_entities). -#}
 {% macro _possibly_repaired_entities(window) %}
+select
+    tenant_id,
+    entity_id,
+    stored_start_time,
+    watermark_ingested_at,
+    first_late_event_time
+from ({{ entity_state._possibly_late_entities(window) }}) as late_entities
+where has_stored_stay
+{% endmacro %}
+
+{#- Every entity of the window that may have a late event: an event older than its stored last one, or events from
+    several batches (one may be older than an event of an earlier one). A superset of the ones the walk repairs,
+    each with a time at or before its earliest late event, so its bound is at or before the walk's own; an entity
+    that is not here has no late event (classify_window_events judges by the same two rules, on fewer rows). One
+    aggregate of the window's rows joined with the stored rows. -#}
+{% macro _possibly_late_entities(window) %}
 with
 
 events as (
@@ -159,15 +194,16 @@ window_entities as (
 
 final as (
     select
-        seed_rows.tenant_id,
-        seed_rows.entity_id,
+        window_entities.tenant_id,
+        window_entities.entity_id,
+        seed_rows.tenant_id is not null as has_stored_stay,
         seed_rows.start_time as stored_start_time,
         seed_rows.watermark_ingested_at,
         window_entities.first_event_time as first_late_event_time
-    from {{ window.seed }} as seed_rows
-    inner join window_entities
-        on seed_rows.tenant_id = window_entities.tenant_id
-        and seed_rows.entity_id = window_entities.entity_id
+    from window_entities
+    left join {{ window.seed }} as seed_rows
+        on window_entities.tenant_id = seed_rows.tenant_id
+        and window_entities.entity_id = seed_rows.entity_id
     where window_entities.first_event_time < seed_rows.last_event_ts
         or window_entities.has_several_batches
 )

@@ -133,6 +133,7 @@
     {%- if record is mapping and record.get('low') == window.low and record.get('high') == window.high
         and record.get('seed') == window.seed | string -%}
         {{ return({
+            'has_possible_late_events': record.get('has_possible_late_events', true),
             'has_stored_repairs': record.has_stored_repairs,
             'event_time_from': record.event_time_from,
         }) }}

@@ -17,6 +17,9 @@
     Spark replaced it, see lost_current_buckets; its write intent, set before the write, tells) makes the run rebuild
     the table from the landed events. -#}
 {%- set window = entity_state.state_window() -%}
+{#- a window with no event that can be late (the usual one) is walked without the repair, and reads no history -#}
+{%- set may_have_late_events = entity_state.may_have_late_events(window) -%}
+{%- set reads_history = window.seed is not none and may_have_late_events -%}
 {{ entity_state.write_plan(**window.plan) }}
 
 with
@@ -46,7 +49,7 @@ stored as (
 ),
 {%- endif %}
 
-{%- if window.seed is not none %}
+{%- if reads_history %}
 
 history as (
     {{ entity_state.applicable_events(entity_state.repair_history_predicate(window), each_row_once=false) }}
@@ -57,7 +60,8 @@ stays as (
     {{ entity_state.entity_state_islands(
         'events',
         'stored' if window.seed is not none else none,
-        'history' if window.seed is not none else none,
+        'history' if reads_history else none,
+        may_have_late_events=may_have_late_events,
     ) }}
 ),
 

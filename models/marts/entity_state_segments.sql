@@ -16,6 +16,9 @@
     earlier one, see entity_state_islands) are emitted again from its landed events, marked with
     repaired_through_ingested_at; they replace what was written before them from their first stay on. -#}
 {%- set window = entity_state.state_window() -%}
+{#- a window with no event that can be late (the usual one) is walked without the repair, and reads no history -#}
+{%- set may_have_late_events = entity_state.may_have_late_events(window) -%}
+{%- set reads_history = window.seed is not none and may_have_late_events -%}
 {{ entity_state.write_plan(**window.plan) }}
 
 with
@@ -39,7 +42,7 @@ seed as (
 ),
 {%- endif %}
 
-{%- if window.seed is not none %}
+{%- if reads_history %}
 
 history as (
     {{ entity_state.applicable_events(entity_state.repair_history_predicate(window), each_row_once=false) }}
@@ -50,8 +53,9 @@ stays as (
     {{ entity_state.entity_state_islands(
         'events',
         'seed' if window.seed is not none else none,
-        'history' if window.seed is not none else none,
+        'history' if reads_history else none,
         has_stored_stays=window.start is not none,
+        may_have_late_events=may_have_late_events,
     ) }}
 ),
 

@@ -60,6 +60,7 @@ class Warehouse:
         the tightest, per entity: an entity without a stored row reads its window events only; one with a stored
         row its events from _repair_bound on, and the window's."""
         seed = seed or {}
+        possibly_late = _possibly_late_entities(events, seed)
         first: dict[tuple, datetime] = {}
         for e in events:
             row = seed.get((e.tenant_id, e.entity_id))
@@ -83,6 +84,8 @@ class Warehouse:
                     continue
                 applied.append((time, ingested, state))
             if late_times:
+                # the SQL walks a window without its repair when this finds no entity (may_have_late_events)
+                assert key in possibly_late, f"{key} has a late event that _possibly_late_entities misses"
                 history: dict[tuple, datetime] = {}
                 bound = self._repair_bound(key, row, min(late_times)) if row else None
                 for e in self._valid(None if row else low, high):
@@ -203,3 +206,17 @@ class Warehouse:
         closed = [s for s, c, r in rows if not replaced(s, c, r)]
         opened = [OpenStay(k[0], k[1], r.state_id, r.start_time, r.last_event_ts) for k, r in current.items()]
         return closed, opened
+
+
+def _possibly_late_entities(events: list[Event], seed: dict[tuple[str, str], CurrentRow]) -> set[tuple[str, str]]:
+    """The entities of the window that may have a late event, by the SQL's coarse rule (_possibly_late_entities):
+    an event older than the entity's stored last event, or events from several batches."""
+    times: dict[tuple[str, str], list[datetime]] = {}
+    batches: dict[tuple[str, str], set[datetime]] = {}
+    for e in events:
+        key = (e.tenant_id, e.entity_id)
+        times.setdefault(key, []).append(e.event_time)
+        batches.setdefault(key, set()).add(e.ingested_at)
+    return {
+        key for key in times if (key in seed and min(times[key]) < seed[key].last_event_ts) or len(batches[key]) > 1
+    }
