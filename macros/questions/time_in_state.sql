@@ -3,8 +3,12 @@
     its start to its end, to now while it is open, or to its last event once it is stale (the view's
     duration_seconds; never before its start). A stay is split at UTC midnight: its first and last day are counted
     from its times, and the days it covers whole with a running sum of +1/-1 per stay, so a stay open for a year
-    costs two rows, not 365. `measured_at` is now, the moment open stays are counted up to. -#}
-{% macro time_in_state_per_day(stays, from_day=none) %}
+    costs two rows, not 365. `measured_at` is now, the moment open stays are counted up to.
+    `weight`: a column of `stays` (1 or -1) that every amount of its stay is multiplied by, for a difference of two
+    countings in one pass; the entities in the state are then summed, not counted distinct, so an entity may have
+    only one stay of each weight per state and day (open stays), and the days whose amounts cancel are kept. -#}
+{% macro time_in_state_per_day(stays, from_day=none, weight=none) %}
+{%- set weighted = 'weight * ' if weight else '' %}
 with
 
 stays as (
@@ -16,7 +20,8 @@ stays as (
         end_time,
         last_event_ts,
         is_open,
-        is_stale
+        is_stale,
+        {{ weight or '1' }} as weight
     from {{ stays }}
     {%- if from_day %}
     where end_time >= cast({{ from_day }} as timestamp)
@@ -32,7 +37,8 @@ counted_stays as (
         state_id,
         start_time,
         greatest(start_time, case when is_stale then last_event_ts else end_time end) as counted_until,
-        not is_open as has_ended
+        not is_open as has_ended,
+        weight
     from stays
 ),
 
@@ -44,6 +50,7 @@ stay_days as (
         start_time,
         counted_until,
         has_ended,
+        weight,
         to_date(start_time) as first_day,
         to_date(counted_until) as last_day,
         -- the first day the stay may cover whole, from the first day recomputed on
@@ -64,6 +71,7 @@ stay_parts as (
         tenant_id,
         entity_id,
         state_id,
+        weight,
         inline(filter(
             array(
                 named_struct(
@@ -113,11 +121,15 @@ day_totals as (
         tenant_id,
         state_id,
         utc_date,
-        sum(seconds_in_state) as seconds_in_state,
-        sum(stays_started) as stays_started,
-        sum(stays_ended) as stays_ended,
+        sum({{ weighted }}seconds_in_state) as seconds_in_state,
+        sum({{ weighted }}stays_started) as stays_started,
+        sum({{ weighted }}stays_ended) as stays_ended,
+        {%- if weight %}
+        sum(case when is_in_state then weight else 0 end) as entities_in_state_part_day,
+        {%- else %}
         count(distinct case when is_in_state then entity_id end) as entities_in_state_part_day,
-        sum(step) as step
+        {%- endif %}
+        sum({{ weighted }}step) as step
     from stay_parts
     {%- if from_day %}
     where utc_date >= {{ from_day }}
@@ -181,6 +193,8 @@ select
     cast(entities_in_state as bigint) as entities_in_state,
     measured_at
 from recomputed
+{%- if not weight %}
 -- a stale stay whose last event is exactly at midnight touches that day with nothing to count
 where stays_started > 0 or stays_ended > 0 or entities_in_state > 0
+{%- endif %}
 {% endmacro %}

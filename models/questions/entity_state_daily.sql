@@ -75,7 +75,9 @@ moved_stays as (
     where not (was_stale and is_stale)
 ),
 
-stays_when_counted as (
+-- each moved stay twice: as counted then, taken away, and as it stands now, added; what remains per day is what it
+-- moved since
+stays_moved as (
     select
         tenant_id,
         entity_id,
@@ -84,11 +86,10 @@ stays_when_counted as (
         counted_at as end_time,
         last_event_ts,
         true as is_open,
-        was_stale as is_stale
+        was_stale as is_stale,
+        -1 as weight
     from moved_stays
-),
-
-stays_now as (
+    union all
     select
         tenant_id,
         entity_id,
@@ -97,35 +98,16 @@ stays_now as (
         current_timestamp() as end_time,
         last_event_ts,
         true as is_open,
-        is_stale
+        is_stale,
+        1 as weight
     from moved_stays
-),
-
-days_when_counted as (
-    {{ entity_state.time_in_state_per_day('stays_when_counted', first_moved_day) | indent(4) }}
-),
-
-days_now as (
-    {{ entity_state.time_in_state_per_day('stays_now', first_moved_day) | indent(4) }}
 ),
 
 -- open stays only: each starts on the same day at both moments and ends on none, so only the seconds and the
 -- entities in the state differ (an entity has one open stay, and no closed stay in its state after that stay's
 -- first day, so the open stay alone decides whether it counts on those days)
 moved_days as (
-    select
-        coalesce(days_now.tenant_id, days_when_counted.tenant_id) as tenant_id,
-        coalesce(days_now.state_id, days_when_counted.state_id) as state_id,
-        coalesce(days_now.utc_date, days_when_counted.utc_date) as utc_date,
-        coalesce(days_now.seconds_in_state, 0.0d) - coalesce(days_when_counted.seconds_in_state, 0.0d)
-            as seconds_moved,
-        coalesce(days_now.entities_in_state, 0) - coalesce(days_when_counted.entities_in_state, 0)
-            as entities_moved
-    from days_now
-    full outer join days_when_counted
-        on days_now.tenant_id = days_when_counted.tenant_id
-        and days_now.state_id = days_when_counted.state_id
-        and days_now.utc_date = days_when_counted.utc_date
+    {{ entity_state.time_in_state_per_day('stays_moved', first_moved_day, weight='weight') | indent(4) }}
 ),
 
 days as (
@@ -134,11 +116,11 @@ days as (
         coalesce(counted.state_id, moved_days.state_id) as state_id,
         coalesce(counted.utc_date, moved_days.utc_date) as utc_date,
         -- to the microsecond, the seconds' precision: what the sum and difference of doubles add beyond it is noise
-        round(coalesce(counted.seconds_in_state, 0.0d) + coalesce(moved_days.seconds_moved, 0.0d), 6)
+        round(coalesce(counted.seconds_in_state, 0.0d) + coalesce(moved_days.seconds_in_state, 0.0d), 6)
             as seconds_in_state,
         coalesce(counted.stays_started, 0) as stays_started,
         coalesce(counted.stays_ended, 0) as stays_ended,
-        coalesce(counted.entities_in_state, 0) + coalesce(moved_days.entities_moved, 0) as entities_in_state
+        coalesce(counted.entities_in_state, 0) + coalesce(moved_days.entities_in_state, 0) as entities_in_state
     from counted
     full outer join moved_days
         on counted.tenant_id = moved_days.tenant_id
