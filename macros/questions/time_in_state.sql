@@ -137,37 +137,41 @@ day_totals as (
     group by tenant_id, state_id, utc_date
 ),
 
--- every day from a (tenant, state)'s first counted day to its last: the running sum must also count the days in
--- between that no stay starts or ends on
-whole_day_calendar as (
+-- each counted day with the running sum of the steps up to it, which holds on every day until the next counted one.
+-- The days between are made from this row rather than from a calendar joined back to day_totals: Spark would
+-- compute day_totals, and every stay before it, once for each use
+running_days as (
     select
         tenant_id,
         state_id,
-        explode(sequence(min(utc_date), max(utc_date))) as utc_date
+        utc_date,
+        seconds_in_state,
+        stays_started,
+        stays_ended,
+        entities_in_state_part_day,
+        sum(step) over (
+            partition by tenant_id, state_id
+            order by utc_date
+            rows between unbounded preceding and current row
+        ) as entities_whole_day,
+        lead(utc_date) over (partition by tenant_id, state_id order by utc_date) as next_counted_date
     from day_totals
-    group by tenant_id, state_id
 ),
 
--- an entity in the state a whole day has no other stay in that state that day, so these add to the partial days
+-- every day from a (tenant, state)'s first counted day to its last, the days no stay starts or ends on included. An
+-- entity in the state a whole day has no other stay in that state that day, so these add to the partial days
 with_whole_days as (
     select
-        whole_day_calendar.tenant_id,
-        whole_day_calendar.state_id,
-        whole_day_calendar.utc_date,
-        coalesce(day_totals.seconds_in_state, 0.0d) as seconds_in_state,
-        coalesce(day_totals.stays_started, 0) as stays_started,
-        coalesce(day_totals.stays_ended, 0) as stays_ended,
-        coalesce(day_totals.entities_in_state_part_day, 0) as entities_in_state_part_day,
-        sum(coalesce(day_totals.step, 0)) over (
-            partition by whole_day_calendar.tenant_id, whole_day_calendar.state_id
-            order by whole_day_calendar.utc_date
-            rows between unbounded preceding and current row
-        ) as entities_whole_day
-    from whole_day_calendar
-    left join day_totals
-        on day_totals.tenant_id = whole_day_calendar.tenant_id
-        and day_totals.state_id = whole_day_calendar.state_id
-        and day_totals.utc_date = whole_day_calendar.utc_date
+        tenant_id,
+        state_id,
+        calendar_day as utc_date,
+        case when calendar_day = utc_date then seconds_in_state else 0.0d end as seconds_in_state,
+        case when calendar_day = utc_date then stays_started else 0 end as stays_started,
+        case when calendar_day = utc_date then stays_ended else 0 end as stays_ended,
+        case when calendar_day = utc_date then entities_in_state_part_day else 0 end as entities_in_state_part_day,
+        entities_whole_day
+    from running_days
+    lateral view explode(sequence(utc_date, coalesce(date_sub(next_counted_date, 1), utc_date))) as calendar_day
 ),
 
 recomputed as (
