@@ -144,20 +144,18 @@ repaired as (
     where repaired_through_ingested_at is not null
 ),
 
-retracted as (
+-- what each repair changed: the stays that stood before it and that it did not walk again (retracted), and the stays
+-- it walked that did not stand before it (added). One full outer join rather than an anti join each way, so that
+-- Spark plans the two sides once each
+repair_changes as (
     select
-        standing_before_repair.repair_window as change_window,
-        'retracted' as change_kind,
-        standing_before_repair.tenant_id,
-        standing_before_repair.entity_id,
-        standing_before_repair.state_id,
-        standing_before_repair.next_state_id,
-        standing_before_repair.start_time,
-        standing_before_repair.end_time,
-        standing_before_repair.last_event_ts,
-        standing_before_repair.closed_ingested_at
+        case when repaired.repair_window is null then 'retracted' else 'added' end as change_kind,
+        case
+            when repaired.repair_window is null then struct(standing_before_repair.*)
+            else struct(repaired.*)
+        end as stay
     from standing_before_repair
-    left anti join repaired
+    full outer join repaired
         on standing_before_repair.repair_window = repaired.repair_window
         and standing_before_repair.tenant_id = repaired.tenant_id
         and standing_before_repair.entity_id = repaired.entity_id
@@ -166,30 +164,22 @@ retracted as (
         and standing_before_repair.start_time = repaired.start_time
         and standing_before_repair.end_time = repaired.end_time
         and standing_before_repair.last_event_ts = repaired.last_event_ts
+    where standing_before_repair.repair_window is null or repaired.repair_window is null
 ),
 
-added_by_repairs as (
+changed_by_repairs as (
     select
-        repaired.repair_window as change_window,
-        'added' as change_kind,
-        repaired.tenant_id,
-        repaired.entity_id,
-        repaired.state_id,
-        repaired.next_state_id,
-        repaired.start_time,
-        repaired.end_time,
-        repaired.last_event_ts,
-        repaired.closed_ingested_at
-    from repaired
-    left anti join standing_before_repair
-        on repaired.repair_window = standing_before_repair.repair_window
-        and repaired.tenant_id = standing_before_repair.tenant_id
-        and repaired.entity_id = standing_before_repair.entity_id
-        and repaired.state_id = standing_before_repair.state_id
-        and repaired.next_state_id = standing_before_repair.next_state_id
-        and repaired.start_time = standing_before_repair.start_time
-        and repaired.end_time = standing_before_repair.end_time
-        and repaired.last_event_ts = standing_before_repair.last_event_ts
+        stay.repair_window as change_window,
+        change_kind,
+        stay.tenant_id,
+        stay.entity_id,
+        stay.state_id,
+        stay.next_state_id,
+        stay.start_time,
+        stay.end_time,
+        stay.last_event_ts,
+        stay.closed_ingested_at
+    from repair_changes
 ),
 
 -- a stay closed in order, unless an earlier repair of its entity reaching it already walked its closing event
@@ -217,9 +207,7 @@ added_in_order as (
 ),
 
 all_changes as (
-    select * from retracted
-    union all
-    select * from added_by_repairs
+    select * from changed_by_repairs
     union all
     select * from added_in_order
 ),
