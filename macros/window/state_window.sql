@@ -10,11 +10,16 @@
     - `repair_history`: for a table that declares its closed stays, how far back a repair of the window's late
       events reads the landed history (repair_history_bound, or what the closed stays' table recorded for the same
       window and seed; none: all of it), for repair_history_predicate;
+    - `walked_partition`: for a table whose closed stays another table holds, the partition where that table wrote
+      the whole walk of this same window and seed, or none (_recorded_walked_partition);
     - `plan`: the arguments of write_plan: the watermark to record (the window's end, never below `start`), the
       partition to add (tables written one partition per window) and, when such a table is built, its window's end
       as the first one, why the table is rebuilt, if it is, and whether the window holds nothing new. -#}
 {% macro state_window() %}
-    {%- set window = {'seed': none, 'low': none, 'start': none, 'high': none, 'repair_history': none, 'plan': {}} -%}
+    {%- set window = {
+        'seed': none, 'low': none, 'start': none, 'high': none, 'repair_history': none, 'walked_partition': none,
+        'plan': {},
+    } -%}
     {#- parsing: a model's yml is applied after its SQL is parsed, so its declaration is not there yet -#}
     {%- if not execute -%}
         {{ return(window) }}
@@ -93,42 +98,59 @@
     {%- endfor -%}
     {%- do window.update({'high': none if is_waiting or not bounds or none in bounds else bounds | min}) -%}
 
-    {#- a repair's read: the bound the closed stays' table found for the same window and seed, or found here -#}
+    {%- set known = [window.start, window.high] | reject('none') | list -%}
+    {%- set watermark = known | max if known else none -%}
+    {%- set partition = entity_state.window_partition_value(watermark) if declared.emitted_column else none -%}
+
+    {#- a repair's read: the bound the closed stays' table found for the same window and seed, or found here. A table
+        whose closed stays another table holds also takes the partition where that table wrote the same window's
+        walk whole, if it did, to read its open stays from (walked_partition) -#}
     {%- set repair_history_record = none -%}
+    {%- set walked_window_record = none -%}
     {%- if declared.closed_stays is not none and window.seed is not none -%}
         {%- set closed_stays = this if declared.closed_stays == 'this'
             else entity_state.state_relation(declared.closed_stays) -%}
-        {%- set reused = none if declared.closed_stays == 'this'
-            else entity_state._recorded_repair_history(closed_stays, window) -%}
-        {%- do window.update({'repair_history': reused if reused is not none
-            else entity_state.repair_history_bound(window, closed_stays)}) -%}
+        {%- set closed_stays_properties = {} if declared.closed_stays == 'this'
+            else entity_state.table_properties(closed_stays) -%}
+        {%- set reused = entity_state._recorded_repair_history(closed_stays_properties, window) -%}
+        {%- do window.update({
+            'repair_history': reused if reused is not none
+                else entity_state.repair_history_bound(window, closed_stays),
+            'walked_partition': entity_state._recorded_walked_partition(closed_stays_properties, window),
+        }) -%}
         {%- if declared.closed_stays == 'this' and window.repair_history is not none -%}
             {%- set repair_history_record = {'low': window.low, 'high': window.high, 'seed': window.seed | string} -%}
             {%- do repair_history_record.update(window.repair_history) -%}
+            {#- the write holds the walk whole when it emits every stay the walk closed: from the seed's watermark on -#}
+            {%- if window.start == window.low and partition is not none -%}
+                {%- set walked_window_record = {
+                    'low': window.low, 'high': window.high, 'seed': window.seed | string, 'partition': partition,
+                } -%}
+            {%- endif -%}
         {%- endif -%}
     {%- endif -%}
 
-    {%- set known = [window.start, window.high] | reject('none') | list -%}
-    {%- set watermark = known | max if known else none -%}
     {%- set is_built = not is_stored or rebuild is not none -%}
     {%- do window.update({'plan': {
         'watermark': watermark,
-        'partition': entity_state.window_partition_value(watermark) if declared.emitted_column else none,
+        'partition': partition,
         'rebuild': rebuild,
         'is_window_empty': is_stored and rebuild is none and entity_state.is_window_empty(window.start, window.high),
         'recorded_watermark': recorded,
         'followed_build': followed_build if is_built else none,
         'repair_history': repair_history_record,
+        'walked_window': walked_window_record,
         'first_window': watermark if declared.emitted_column and is_built else none,
     }}) -%}
     {{ return(window) }}
 {% endmacro %}
 
-{#- The bound of a repair's read that `relation` recorded for the same window and seed as `window`, or none. It is
-    what repair_history_bound would find here: it depends on the window's landed rows, the seed's rows and the
-    closed stays as of each seed row's watermark, and a write of the closed stays' table adds only stays past it. -#}
-{% macro _recorded_repair_history(relation, window) %}
-    {%- set recorded = entity_state.table_properties(relation).get(entity_state.repair_history_property()) -%}
+{#- The bound of a repair's read that a table (its `properties`, table_properties) recorded for the same window and
+    seed as `window`, or none. It is what repair_history_bound would find here: it depends on the window's landed
+    rows, the seed's rows and the closed stays as of each seed row's watermark, and a write of the closed stays'
+    table adds only stays past it. -#}
+{% macro _recorded_repair_history(properties, window) %}
+    {%- set recorded = properties.get(entity_state.repair_history_property()) -%}
     {%- set record = fromjson(recorded) if recorded is not none else none -%}
     {%- if record is mapping and record.get('low') == window.low and record.get('high') == window.high
         and record.get('seed') == window.seed | string -%}
@@ -137,6 +159,20 @@
             'has_stored_repairs': record.has_stored_repairs,
             'event_time_from': record.event_time_from,
         }) }}
+    {%- endif -%}
+    {{ return(none) }}
+{% endmacro %}
+
+{#- The partition where a table (its `properties`, table_properties) wrote the whole walk of the same window and
+    seed as `window` (walked_window_property), or none. The walk depends only on the window's landed rows and the
+    seed's rows, so that partition holds every stay a walk here would close: the same seed, unchanged since (its
+    watermark is the window's low; a write of it that stopped midway left rows the walk gives again). -#}
+{% macro _recorded_walked_partition(properties, window) %}
+    {%- set recorded = properties.get(entity_state.walked_window_property()) -%}
+    {%- set record = fromjson(recorded) if recorded is not none else none -%}
+    {%- if record is mapping and window.high is not none and record.get('low') == window.low
+        and record.get('high') == window.high and record.get('seed') == window.seed | string -%}
+        {{ return(record.get('partition')) }}
     {%- endif -%}
     {{ return(none) }}
 {% endmacro %}

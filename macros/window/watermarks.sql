@@ -56,6 +56,14 @@
     {{ return('entity_state.repair_history') }}
 {% endmacro %}
 
+{#- Name of the table property where a table that holds its own closed stays records the last window whose walk it
+    wrote whole into one partition (every closed stay of the walk, the entities it repaired included), with that
+    window's low, high and seed, and the partition: a table of the same window and seed reads each entity's open
+    stay from there instead of walking again (state_window, `walked_partition`). -#}
+{% macro walked_window_property() %}
+    {{ return('entity_state.walked_window') }}
+{% endmacro %}
+
 {#- Name of the table property where a table written one partition per window records the window its build ended
     at: windows only move forward, so no write of the table ended before it (repair_history_bound). -#}
 {% macro first_window_property() %}
@@ -78,7 +86,8 @@
     for (as its write intent too: every write so far finished and is recorded),
     for a table that follows another's writes, which build of that table it followed, for a table written one
     partition per window and just built, the window the build ended at, and for a table that holds its own closed
-    stays, the bound of its window's repair read. -#}
+    stays, the bound of its window's repair read and, when its partition holds the window's whole walk, that
+    window. -#}
 {% macro record_watermark() %}
     {%- if not execute -%}
         {{ return('') }}
@@ -98,6 +107,11 @@
     {%- if plan.get('repair_history') is not none -%}
         {%- do properties.append(
             "'" ~ entity_state.repair_history_property() ~ "' = '" ~ tojson(plan.repair_history, sort_keys=true) ~ "'"
+        ) -%}
+    {%- endif -%}
+    {%- if plan.get('walked_window') is not none -%}
+        {%- do properties.append(
+            "'" ~ entity_state.walked_window_property() ~ "' = '" ~ tojson(plan.walked_window, sort_keys=true) ~ "'"
         ) -%}
     {%- endif -%}
     {%- if not properties -%}

@@ -15,10 +15,13 @@
     - `first_window`: for a table written one partition per window, when it is built: the window's end, recorded by
       record_watermark (first_window_property); every later write's window ends at or after it.
     - `repair_history`: for a table that holds its own closed stays, the bound of its window's repair read with that
-      window (low, high, seed), recorded by record_watermark for state_window to reuse. -#}
+      window (low, high, seed), recorded by record_watermark for state_window to reuse.
+    - `walked_window`: for a table that holds its own closed stays, when its partition holds every closed stay of
+      its window's walk: that window (low, high, seed) and the partition, recorded by record_watermark
+      (walked_window_property) for a table of the same window to read its open stays from. -#}
 {% macro write_plan(
     watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none, followed_build=none,
-    repair_history=none, first_window=none
+    repair_history=none, first_window=none, walked_window=none
 ) %}
     {%- set plan = {} -%}
     {%- set is_recorded = watermark is not none and recorded_watermark is not none
@@ -30,6 +33,7 @@
     {%- if followed_build is not none -%}{%- do plan.update({'followed_build': followed_build}) -%}{%- endif -%}
     {%- if first_window is not none -%}{%- do plan.update({'first_window': first_window | int}) -%}{%- endif -%}
     {%- if repair_history is not none -%}{%- do plan.update({'repair_history': repair_history}) -%}{%- endif -%}
+    {%- if walked_window is not none -%}{%- do plan.update({'walked_window': walked_window}) -%}{%- endif -%}
     {%- set text = tojson(plan, sort_keys=true) -%}
     {%- if '*/' in text -%}
         {{ exceptions.raise_compiler_error(
