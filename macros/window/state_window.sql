@@ -150,17 +150,15 @@
     rows, the seed's rows and the closed stays as of each seed row's watermark, and a write of the closed stays'
     table adds only stays past it. -#}
 {% macro _recorded_repair_history(properties, window) %}
-    {%- set recorded = properties.get(entity_state.repair_history_property()) -%}
-    {%- set record = fromjson(recorded) if recorded is not none else none -%}
-    {%- if record is mapping and record.get('low') == window.low and record.get('high') == window.high
-        and record.get('seed') == window.seed | string -%}
-        {{ return({
-            'has_possible_late_events': record.get('has_possible_late_events', true),
-            'has_stored_repairs': record.has_stored_repairs,
-            'event_time_from': record.event_time_from,
-        }) }}
+    {%- set record = entity_state._record_for_window(properties, entity_state.repair_history_property(), window) -%}
+    {%- if record is none -%}
+        {{ return(none) }}
     {%- endif -%}
-    {{ return(none) }}
+    {{ return({
+        'has_possible_late_events': record.get('has_possible_late_events', true),
+        'has_stored_repairs': record.has_stored_repairs,
+        'event_time_from': record.event_time_from,
+    }) }}
 {% endmacro %}
 
 {#- The partition where a table (its `properties`, table_properties) wrote the whole walk of the same window and
@@ -168,11 +166,19 @@
     seed's rows, so that partition holds every stay a walk here would close: the same seed, unchanged since (its
     watermark is the window's low; a write of it that stopped midway left rows the walk gives again). -#}
 {% macro _recorded_walked_partition(properties, window) %}
-    {%- set recorded = properties.get(entity_state.walked_window_property()) -%}
+    {%- set record = entity_state._record_for_window(properties, entity_state.walked_window_property(), window) -%}
+    {{ return(record.get('partition') if record is not none else none) }}
+{% endmacro %}
+
+{#- The JSON record a table keeps in its property `property` (record_watermark) about its last window, as a dict, when
+    it is about the same window (low, high) and seed as `window`; else none. Records are made only for windows that
+    hold something, so a waiting window (no high) matches none. -#}
+{% macro _record_for_window(properties, property, window) %}
+    {%- set recorded = properties.get(property) -%}
     {%- set record = fromjson(recorded) if recorded is not none else none -%}
-    {%- if record is mapping and window.high is not none and record.get('low') == window.low
-        and record.get('high') == window.high and record.get('seed') == window.seed | string -%}
-        {{ return(record.get('partition')) }}
+    {%- if record is mapping and record.get('low') == window.low and record.get('high') == window.high
+        and record.get('seed') == window.seed | string -%}
+        {{ return(record) }}
     {%- endif -%}
     {{ return(none) }}
 {% endmacro %}
