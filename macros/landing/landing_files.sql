@@ -7,10 +7,12 @@
     {%- set landing = source('landing', 'events') -%}
     {%- if entity_state.is_table_input() -%}
         {%- do entity_state.assert_events_table_readable() -%}
-    {#- Asked of the catalog, not dbt's relation cache: the on-run-start hook creates the table after the cache is
-        filled, and a compile without hooks (sqlfluff, dbt compile on a new machine) may find no table at all. -#}
-    {%- elif run_query("show schemas like '" ~ landing.schema ~ "'").rows | length == 0
-        or run_query("show tables in " ~ landing.schema ~ " like '" ~ landing.identifier ~ "'").rows | length == 0 -%}
+    {#- dbt's relation cache first: it was filled at the start of the invocation, when the hook found the table in
+        it and only refreshed it. It misses a table the hook created after it was filled, so the catalog is asked
+        then; and a compile without hooks (sqlfluff, dbt compile on a new machine) may find no table at all. -#}
+    {%- elif adapter.get_relation(database=none, schema=landing.schema, identifier=landing.identifier) is none
+        and (run_query("show schemas like '" ~ landing.schema ~ "'").rows | length == 0
+        or run_query("show tables in " ~ landing.schema ~ " like '" ~ landing.identifier ~ "'").rows | length == 0) -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set result = run_query(

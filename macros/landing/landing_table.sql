@@ -9,36 +9,54 @@
     ) }}
 {% endmacro %}
 
-{#- The landing table is external: dropping it never deletes landed files. It is recreated at the start of every
-    invocation so that its location follows ENTITY_STATE_LANDING_DIR and a long-lived Spark session lists the
-    folder afresh (a cached listing would hide files that landed since the last run). A `landing_events` this hook
-    did not create is never dropped (_check_landing_table_is_ours). -#}
+{#- The landing table is external: dropping it never deletes landed files. At the start of every invocation it is
+    refreshed, so that a long-lived Spark session lists the folder afresh (a cached listing would hide files that
+    landed since the last run). It is recreated instead when its location, columns or kind are not what this
+    project creates, so that its location follows ENTITY_STATE_LANDING_DIR. The refresh needs no statement to find
+    the table: dbt's relation cache, filled before the hook, holds the same `show table extended` text the check
+    reads. A `landing_events` this hook did not create is never dropped (_check_landing_table_is_ours asks the
+    catalog again, right before the drop). -#}
 {% macro spark__create_landing_table() %}
     {%- if execute and not entity_state.is_table_input() -%}
         {%- set relation = entity_state._landing_relation() -%}
         {%- set location = entity_state.landing_dir() -%}
-        {#- statements, not run_query: over thrift a DDL statement has no result set to fetch -#}
-        {% call statement('create_landing_schema') -%}
-            create schema if not exists {{ adapter.quote(relation.schema) }}
-        {%- endcall %}
-        {%- do entity_state._check_landing_table_is_ours(relation, location) -%}
-        {% call statement('drop_landing_table') -%}
-            drop table if exists {{ relation }}
-        {%- endcall %}
-        {% call statement('create_landing_table') -%}
-            create table {{ relation }} (
-                tenant_id string,
-                entity_id string,
-                state_id string,
-                event_time timestamp,
-                event_time_text string,
-                ingested_at timestamp
-            )
-            using parquet
-            location '{{ dbt.escape_single_quotes(location) }}'
-            tblproperties ('{{ entity_state._landing_table_property() }}' = 'true')
-        {%- endcall %}
+        {%- set cached = adapter.get_relation(database=none, schema=relation.schema, identifier=relation.identifier) -%}
+        {%- if cached is not none and entity_state._is_landing_table_as_created(cached.information or '', location) -%}
+            {% call statement('refresh_landing_table') -%}
+                refresh table {{ relation }}
+            {%- endcall %}
+        {%- else -%}
+            {#- statements, not run_query: over thrift a DDL statement has no result set to fetch -#}
+            {% call statement('create_landing_schema') -%}
+                create schema if not exists {{ adapter.quote(relation.schema) }}
+            {%- endcall %}
+            {%- do entity_state._check_landing_table_is_ours(relation, location) -%}
+            {% call statement('drop_landing_table') -%}
+                drop table if exists {{ relation }}
+            {%- endcall %}
+            {% call statement('create_landing_table') -%}
+                create table {{ relation }} (
+                    {%- for name, type in entity_state._landing_columns() %}
+                    {{ name }} {{ type }}{{ ',' if not loop.last }}
+                    {%- endfor %}
+                )
+                using parquet
+                location '{{ dbt.escape_single_quotes(location) }}'
+                tblproperties ('{{ entity_state._landing_table_property() }}' = 'true')
+            {%- endcall %}
+        {%- endif -%}
     {%- endif -%}
+{% endmacro %}
+
+{% macro _landing_columns() %}
+    {{ return([
+        ('tenant_id', 'string'),
+        ('entity_id', 'string'),
+        ('state_id', 'string'),
+        ('event_time', 'timestamp'),
+        ('event_time_text', 'string'),
+        ('ingested_at', 'timestamp'),
+    ]) }}
 {% endmacro %}
 
 {% macro _landing_table_property() %}
@@ -61,16 +79,9 @@
     {%- if found | length == 0 -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set re = modules.re -%}
-    {%- set kind = re.search('(?m)^Type: *(.*?) *$', found[0]) -%}
-    {%- set kind = kind.group(1) | upper if kind else 'UNKNOWN' -%}
-    {%- set found_at = re.search('(?m)^Location: *(.*?) *$', found[0]) -%}
-    {%- set found_at = found_at.group(1) if found_at else '' -%}
-    {%- set properties = re.search('(?m)^Table Properties: *\\[(.*)\\] *$', found[0]) -%}
-    {%- set properties = (', ' ~ properties.group(1) ~ ',') | lower if properties else '' -%}
-    {%- set purges = ', external.table.purge=true,' in properties -%}
-    {%- set ours = (', ' ~ entity_state._landing_table_property() ~ '=true,') in properties
-        or entity_state._same_folder(found_at, location) -%}
+    {%- set table = entity_state._landing_table_facts(found[0]) -%}
+    {%- set kind, found_at, purges = table.kind, table.location, table.purges -%}
+    {%- set ours = table.has_property or entity_state._same_folder(found_at, location) -%}
     {%- if kind == 'EXTERNAL' and ours and not purges -%}
         {{ return(none) }}
     {%- endif -%}
@@ -86,10 +97,44 @@
         {%- set what = 'a ' ~ kind | lower ~ ', not the external table this project creates' -%}
     {%- endif -%}
     {{ exceptions.raise_compiler_error(
-        relation ~ " exists and is " ~ what ~ ". This project drops and recreates `landing_events` at the start of "
-        ~ "every dbt invocation, as an external table over ENTITY_STATE_LANDING_DIR, and never drops a table it did "
-        ~ "not create: nothing was dropped. Rename that table (alter table " ~ relation ~ " rename to ...) or use "
+        relation ~ " exists and is " ~ what ~ ". At the start of every dbt invocation this project makes "
+        ~ "`landing_events` the external table over ENTITY_STATE_LANDING_DIR it creates, and never drops a table it "
+        ~ "did not create: nothing was dropped. Rename that table (alter table " ~ relation ~ " rename to ...) or use "
         ~ "another schema (ENTITY_STATE_SCHEMA), then run again."
+    ) }}
+{% endmacro %}
+
+{#- What the checks read from a table's `show table extended` text: its kind, location, columns, and whether it
+    carries this project's table property or purges its files when dropped. -#}
+{% macro _landing_table_facts(information) %}
+    {%- set re = modules.re -%}
+    {%- set kind = re.search('(?m)^Type: *(.*?) *$', information) -%}
+    {%- set location = re.search('(?m)^Location: *(.*?) *$', information) -%}
+    {%- set properties = re.search('(?m)^Table Properties: *\\[(.*)\\] *$', information) -%}
+    {%- set properties = (', ' ~ properties.group(1) ~ ',') | lower if properties else '' -%}
+    {{ return({
+        'kind': kind.group(1) | upper if kind else 'UNKNOWN',
+        'location': location.group(1) if location else '',
+        'columns': re.findall('(?m)^ \\|-- ([^:]+): ([a-z]+)', information),
+        'has_property': (', ' ~ entity_state._landing_table_property() ~ '=true,') in properties,
+        'purges': ', external.table.purge=true,' in properties,
+    }) }}
+{% endmacro %}
+
+{#- Whether a `landing_events` is exactly what the hook would create now: external, with its property, not purging,
+    the project's columns, over the configured folder. Only an absolute folder or a URI is compared: a relative one
+    may name another folder from another working directory. -#}
+{% macro _is_landing_table_as_created(information, location) %}
+    {%- set table = entity_state._landing_table_facts(information) -%}
+    {%- set columns = [] -%}
+    {%- for name, type in table.columns -%}
+        {%- do columns.append((name, type)) -%}
+    {%- endfor -%}
+    {{ return(
+        table.kind == 'EXTERNAL' and table.has_property and not table.purges
+        and columns == entity_state._landing_columns()
+        and entity_state._is_absolute_location(location)
+        and entity_state._same_folder(table.location, location)
     ) }}
 {% endmacro %}
 
@@ -101,7 +146,7 @@
     {%- if not wanted -%}
         {{ return(false) }}
     {%- endif -%}
-    {%- if wanted.startswith('/') or modules.re.match('^[a-zA-Z][a-zA-Z0-9+.-]*:', wanted) -%}
+    {%- if entity_state._is_absolute_location(wanted) -%}
         {{ return(found_at == wanted) }}
     {%- endif -%}
     {{ return(found_at.endswith('/' ~ modules.re.sub('^(\\./)+', '', wanted))) }}
@@ -112,8 +157,7 @@
     output's name because dbt does not expose the connection method to Jinja.) -#}
 {% macro landing_dir() %}
     {%- set location = env_var('ENTITY_STATE_LANDING_DIR', 'data/landing/events') -%}
-    {%- set is_absolute = location.startswith('/') or modules.re.match('^[a-zA-Z][a-zA-Z0-9+.-]*:', location) -%}
-    {%- if target.name != 'local' and not is_absolute -%}
+    {%- if target.name != 'local' and not entity_state._is_absolute_location(location) -%}
         {{ exceptions.raise_compiler_error(
             "ENTITY_STATE_LANDING_DIR must be an absolute path or a URI (file:/..., s3://...) on target '"
             ~ target.name ~ "': Spark runs in another process there and would resolve '" ~ location
@@ -121,6 +165,10 @@
         ) }}
     {%- endif -%}
     {{ return(location) }}
+{% endmacro %}
+
+{% macro _is_absolute_location(location) %}
+    {{ return(location.startswith('/') or modules.re.match('^[a-zA-Z][a-zA-Z0-9+.-]*:', location) is not none) }}
 {% endmacro %}
 
 {% macro _landing_relation() %}
