@@ -126,13 +126,9 @@
     may name another folder from another working directory. -#}
 {% macro _is_landing_table_as_created(information, location) %}
     {%- set table = entity_state._landing_table_facts(information) -%}
-    {%- set columns = [] -%}
-    {%- for name, type in table.columns -%}
-        {%- do columns.append((name, type)) -%}
-    {%- endfor -%}
     {{ return(
         table.kind == 'EXTERNAL' and table.has_property and not table.purges
-        and columns == entity_state._landing_columns()
+        and table.columns == entity_state._landing_columns()
         and entity_state._is_absolute_location(location)
         and entity_state._same_folder(table.location, location)
     ) }}
