@@ -3,14 +3,15 @@
     or a model changed without a rebuild). The contract holds the model's query to those columns whenever the table
     is built, so the query itself is not analysed for the check (the materialization writes from it directly). dbt's
     own check would suggest `append_new_columns` or `sync_all_columns`, which would alter a state table in place;
-    the message here names the differences and the two safe ways out. Costs one `describe` of the table. -#}
-{% macro fail_on_state_schema_change(target_relation) %}
+    the message here names the differences and the two safe ways out. `stored_columns` are the table's columns
+    (adapter.get_columns_in_relation, one `describe`), which the materialization then writes in that order. -#}
+{% macro fail_on_state_schema_change(target_relation, stored_columns) %}
     {%- set declared = {} -%}
     {%- for column in model['columns'].values() -%}
         {%- do declared.update({column['name'] | lower: (column['data_type'] or '') | lower | replace(' ', '')}) -%}
     {%- endfor -%}
     {%- set stored = {} -%}
-    {%- for column in adapter.get_columns_in_relation(target_relation) -%}
+    {%- for column in stored_columns -%}
         {%- do stored.update({column.name | lower: column.dtype | lower | replace(' ', '')}) -%}
     {%- endfor -%}
     {%- set in_table, in_model, retyped = [], [], [] -%}

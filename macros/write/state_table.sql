@@ -99,9 +99,12 @@
          yml declares (the contract holds its query to them whenever the table is built), so they are compared with
          the table's (see fail_on_state_schema_change) and the rows are written straight from the model's query.
          dbt-spark's temporary view would make Spark analyse the query twice, once for the view and once for the
-         write: 0.1-0.5 s per state model and run. --#}
+         write: 0.1-0.5 s per state model and run. The table's columns, read once for the check, also give the
+         write its column list (dbt-spark's write would `describe` the table again). --#}
+    {%- set stored_columns = none -%}
     {%- if on_schema_change == 'fail' and model['contract']['enforced'] -%}
-      {%- do entity_state.fail_on_state_schema_change(existing_relation) -%}
+      {%- set stored_columns = adapter.get_columns_in_relation(existing_relation) -%}
+      {%- do entity_state.fail_on_state_schema_change(existing_relation, stored_columns) -%}
       {%- set rows_source -%}
 (
 {{ compiled_code }}
@@ -117,7 +120,11 @@
     {%- endif -%}
     {%- call statement('main') -%}
       {%- if strategy == 'insert_new_partition' -%}
-        {{ entity_state.insert_new_partition_sql(rows_source, target_relation, partition_by, model.compiled_code) }}
+        {{ entity_state.insert_new_partition_sql(
+            rows_source, target_relation, partition_by, model.compiled_code, stored_columns
+        ) }}
+      {%- elif strategy == 'insert_overwrite' and stored_columns is not none -%}
+        {{ entity_state.insert_overwrite_partitions_sql(rows_source, target_relation, stored_columns) }}
       {%- else -%}
         {{ dbt_spark_get_incremental_sql(strategy, rows_source, target_relation, existing_relation, unique_key, incremental_predicates) }}
       {%- endif -%}

@@ -30,8 +30,9 @@
     partition of its own: such a write commits through the `_temporary` folder at the table's root, and its commit
     takes in every task output left there, including those of an earlier write killed before its commit. Those can
     only belong to that killed write's own partition, which was never registered in the metastore (registration
-    comes after the commit), so readers, who see registered partitions only, never see them. -#}
-{% macro insert_new_partition_sql(source_relation, target_relation, partition_by, compiled_code) %}
+    comes after the commit), so readers, who see registered partitions only, never see them. `dest_columns`: the
+    table's columns when the caller has read them already (none: read here). -#}
+{% macro insert_new_partition_sql(source_relation, target_relation, partition_by, compiled_code, dest_columns=none) %}
     {%- set partition_columns = [partition_by] if partition_by is string else (partition_by or []) -%}
     {%- if partition_columns | length != 1 -%}
         {{ exceptions.raise_compiler_error(
@@ -48,8 +49,17 @@
         ) }}
     {%- endif -%}
     {%- set partition_column = partition_columns[0] -%}
-    {%- set dest_columns = adapter.get_columns_in_relation(target_relation)
-        | rejectattr('name', 'equalto', partition_column) | list -%}
+    {%- set dest_columns = (dest_columns if dest_columns is not none
+        else adapter.get_columns_in_relation(target_relation)) | rejectattr('name', 'equalto', partition_column) | list -%}
     insert into table {{ target_relation }} partition ({{ partition_column }} = '{{ partition }}')
+    select {{ dest_columns | map(attribute='quoted') | join(', ') }} from {{ source_relation }}
+{% endmacro %}
+
+{#- The write of the strategy `insert_overwrite` (the partitions the rows fall in are replaced, with the dynamic
+    partition overwrite the materialization sets) from columns the caller has read already: dbt-spark's
+    get_insert_overwrite_sql writes the same statement for a parquet table, after a `describe` of its own. -#}
+{% macro insert_overwrite_partitions_sql(source_relation, target_relation, dest_columns) %}
+    insert overwrite table {{ target_relation }}
+    {{ partition_cols(label="partition") }}
     select {{ dest_columns | map(attribute='quoted') | join(', ') }} from {{ source_relation }}
 {% endmacro %}

@@ -272,6 +272,25 @@ def failing_statement(pattern: str) -> Iterator[list[str]]:
 
 
 @contextmanager
+def statements_sent() -> Iterator[list[str]]:
+    """Record every SQL statement dbt sends while the block runs, in order, on the cursor of the target the tests run
+    on."""
+    cursor_class = STATEMENT_CURSORS[os.environ.get("ENTITY_STATE_TARGET", "local")]
+    original = cursor_class.execute
+    sent: list[str] = []
+
+    def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
+        sent.append(sql)
+        return original(self, sql, *parameters, **keywords)
+
+    cursor_class.execute = execute
+    try:
+        yield sent
+    finally:
+        cursor_class.execute = original
+
+
+@contextmanager
 def partitions_fetched_by_statement() -> Iterator[list[tuple[str, int]]]:
     """Count, for each SQL statement dbt sends while the block runs, the table partitions the in-process Spark
     fetched from the metastore for it: a statement lists the partitions its filters keep, so one that scans a whole

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from tests.reference import Event
 
-from .dbt_harness import failing_statement
+from .dbt_harness import failing_statement, statements_sent
 from .state_assertions import assert_matches_reference
 
 T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
@@ -82,8 +82,17 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     stale = project.query(f"select count(*) as n from {project.schema}.entity_state_view where is_stale")
     assert stale[0]["n"] == 2, "the replaced view does not count the silent entities as stale"
 
+    # a batch is written with one `describe` of each state table: the columns its schema check reads
+    project.land_moves(landed, T0, ARRIVAL.replace(hour=1), [("e-1", "C", 9), ("e-3", "X", 2)])
+    with statements_sent() as sent:
+        project.dbt("run")
+    for table in (*EMITTING, "entity_state_current"):
+        described = [sql for sql in sent if re.search(rf"describe (table )?extended \S*\.{table}\s*$", sql.strip())]
+        assert len(described) == 1, (table, described)
+    assert_matches_reference(project, landed)
+
     # a new batch is written as before; --full-refresh replaces every view
-    project.land_moves(landed, T0, ARRIVAL.replace(hour=1), [("e-1", "C", 9)])
+    project.land_moves(landed, T0, ARRIVAL.replace(hour=2), [("e-1", "D", 11)])
     project.dbt("run", "--full-refresh")
 
     assert all(_created(project, view) != created[view] for view in definitions)
