@@ -71,10 +71,16 @@
 {% endmacro %}
 
 {#- When a table was created, as the metastore says (text), or none: a full refresh or a rebuild creates the table
-    anew, so this tells one build of a state table from the next. -#}
+    anew, so this tells one build of a state table from the next. A relation from dbt's relation cache carries the
+    `show table extended` text it was listed with when the invocation started, which has the same line; a table
+    built during the invocation is cached without that text, and is asked with a `describe`. -#}
 {% macro table_created_at(relation) %}
     {%- if not execute or relation is none -%}
         {{ return(none) }}
+    {%- endif -%}
+    {%- set listed = modules.re.search('(?m)^Created Time: *(.*?) *$', relation.information or '') -%}
+    {%- if listed -%}
+        {{ return(listed.group(1)) }}
     {%- endif -%}
     {%- for row in run_query('describe table extended ' ~ relation).rows if row[0] == 'Created Time' -%}
         {{ return(row[1]) }}
