@@ -49,8 +49,9 @@
         ) }}
     {%- endif -%}
     {%- set partition_column = partition_columns[0] -%}
-    {%- set dest_columns = (dest_columns if dest_columns is not none
-        else adapter.get_columns_in_relation(target_relation)) | rejectattr('name', 'equalto', partition_column) | list -%}
+    {%- set table_columns = dest_columns if dest_columns is not none
+        else adapter.get_columns_in_relation(target_relation) -%}
+    {%- set dest_columns = table_columns | rejectattr('name', 'equalto', partition_column) | list -%}
     insert into table {{ target_relation }} partition ({{ partition_column }} = '{{ partition }}')
     select {{ dest_columns | map(attribute='quoted') | join(', ') }} from {{ source_relation }}
 {% endmacro %}

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -251,43 +251,50 @@ def _from_thrift(value: Any, kind: str) -> Any:
 
 
 @contextmanager
-def failing_statement(pattern: str) -> Iterator[list[str]]:
-    """Make the first SQL statement matching `pattern` (a regex) raise instead of running, on the cursor of the
-    target the tests run on (ENTITY_STATE_TARGET, set by DbtProject)."""
+def _cursor_execute_wrapped(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    """Replace `execute` of the cursor of the target the tests run on (ENTITY_STATE_TARGET, set by DbtProject) with
+    `wrap(original execute)` while the block runs."""
     cursor_class = STATEMENT_CURSORS[os.environ.get("ENTITY_STATE_TARGET", "local")]
     original = cursor_class.execute
-    hits: list[str] = []
-
-    def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
-        if not hits and re.search(pattern, sql, flags=re.IGNORECASE | re.DOTALL):
-            hits.append(sql)
-            raise InjectedFailure(f"injected failure at: {sql[:120]}")
-        return original(self, sql, *parameters, **keywords)
-
-    cursor_class.execute = execute
+    cursor_class.execute = wrap(original)
     try:
-        yield hits
+        yield
     finally:
         cursor_class.execute = original
 
 
 @contextmanager
+def failing_statement(pattern: str) -> Iterator[list[str]]:
+    """Make the first SQL statement matching `pattern` (a regex) raise instead of running."""
+    hits: list[str] = []
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
+            if not hits and re.search(pattern, sql, flags=re.IGNORECASE | re.DOTALL):
+                hits.append(sql)
+                raise InjectedFailure(f"injected failure at: {sql[:120]}")
+            return original(self, sql, *parameters, **keywords)
+
+        return execute
+
+    with _cursor_execute_wrapped(wrap):
+        yield hits
+
+
+@contextmanager
 def statements_sent() -> Iterator[list[str]]:
-    """Record every SQL statement dbt sends while the block runs, in order, on the cursor of the target the tests run
-    on."""
-    cursor_class = STATEMENT_CURSORS[os.environ.get("ENTITY_STATE_TARGET", "local")]
-    original = cursor_class.execute
+    """Record every SQL statement dbt sends while the block runs, in order."""
     sent: list[str] = []
 
-    def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
-        sent.append(sql)
-        return original(self, sql, *parameters, **keywords)
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
+            sent.append(sql)
+            return original(self, sql, *parameters, **keywords)
 
-    cursor_class.execute = execute
-    try:
+        return execute
+
+    with _cursor_execute_wrapped(wrap):
         yield sent
-    finally:
-        cursor_class.execute = original
 
 
 @contextmanager
