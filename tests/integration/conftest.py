@@ -10,8 +10,9 @@ from .dbt_harness import TARGETS, DbtProject, thrift_connection
 os.environ["TZ"] = "UTC"
 time.tzset()
 
-# The test files whose tests take longest (seconds per test in CI runs: the property test 430-710, the batches of a
-# million events or entities 180-320, each real-process test about 100, as each starts new JVMs). `make
+# The test files whose tests take longest (seconds per test in CI runs: the property test 430-1100, the batches of a
+# million events or entities 180-320, the real-process tests 60-120 each and their chain of kill points about 440
+# alone here, as each starts new JVMs). `make
 # test-integration` hands tests to its two processes one at a time in collection order (`--dist load`), so these go
 # first and the short ones fill the gaps at the end; handed out last, one long test would leave the other process idle.
 LONGEST_FIRST = ("test_property_splits.py", "test_scale.py", "test_real_processes.py", "test_table_input.py")

@@ -3,11 +3,15 @@ two runs at once. Each process boots its own JVM, so the state lives in its own 
 DBT_ARGS default to `run`; `--dump` writes the view, the segments table and the changes feed as JSON after dbt finishes.
 
     python -m tests.integration.dbt_process [--kill-at REGEX [--kill-when before|mid-write]] [--dump OUT.json]
-        [DBT_ARGS...]
+        [--then-land BATCH.parquet [--then-kill-at REGEX [--then-kill-when before|mid-write]]] [DBT_ARGS...]
 
 `--kill-at` sends SIGKILL to this process when dbt is about to execute the first statement matching REGEX
 (`before`), or while that statement's Spark job is writing files (`mid-write`: as soon as a staging folder shows up
 under the target table's location). The point reached is written to $ENTITY_STATE_HOME/killed_at before the kill.
+
+`--then-land` moves a batch file into the landing folder once dbt succeeded (and the dump is written), and runs dbt
+again in this process, killed as `--then-kill-at` says: one process both checks a rerun and is the next killed run,
+so a chain of kill points starts one JVM per point instead of two.
 """
 
 from __future__ import annotations
@@ -96,8 +100,22 @@ def _jsonable(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
+def _land(batch: Path) -> None:
+    """Land a prepared batch file as the loader would: it appears whole in the landing folder, modified now."""
+    landed = Path(os.environ["ENTITY_STATE_LANDING_DIR"]) / batch.name
+    os.replace(batch, landed)
+    os.utime(landed)
+
+
 def main(argv: list[str]) -> int:
-    options = {"--kill-at": None, "--kill-when": "before", "--dump": None}
+    options = {
+        "--kill-at": None,
+        "--kill-when": "before",
+        "--dump": None,
+        "--then-land": None,
+        "--then-kill-at": None,
+        "--then-kill-when": "before",
+    }
     while argv[:1] and argv[0] in options:
         options[argv[0]], argv = argv[1], argv[2:]
     if options["--kill-at"]:
@@ -105,6 +123,11 @@ def main(argv: list[str]) -> int:
     success = _dbt(argv or ["run"])
     if options["--dump"]:
         _dump(Path(options["--dump"]))
+    if success and options["--then-land"]:
+        _land(Path(options["--then-land"]))
+        if options["--then-kill-at"]:
+            _arm_kill(options["--then-kill-at"], options["--then-kill-when"])
+        success = _dbt(argv or ["run"])
     return 0 if success else 1
 
 

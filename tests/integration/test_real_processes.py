@@ -1,7 +1,7 @@
 """A run killed with SIGKILL at any point, followed by a plain `dbt run`, ends as an uninterrupted run would.
 
-Each dbt run here is a real process of its own (tests/integration/dbt_process.py), so the kill is a real SIGKILL of
-the JVM and of dbt, not an exception dbt could handle.
+Each killed run here is a real process (tests/integration/dbt_process.py), so the kill is a real SIGKILL of the JVM
+and of dbt, not an exception dbt could handle.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -37,6 +39,14 @@ SECOND_BATCH = [
     ("e-2", "X", 6),
     ("e-3", "R", 1),
     ("e-4", "Q", 8),
+]
+
+# One batch per kill point, ten minutes apart, for the chain of kill points on one state home. Each repeats
+# SECOND_BATCH's moves and adds e-3's P at 12: the next batch's R at 11 is then late, so each killed run interrupts
+# a repair too.
+KILL_BATCHES = [
+    [(entity, state, minute + 10 * index) for entity, state, minute in [*SECOND_BATCH, ("e-3", "P", 12)]]
+    for index in range(7)
 ]
 
 KILL_POINTS = {
@@ -82,6 +92,10 @@ class ProcessProject:
         }
 
     def land(self, batch: list[tuple[str, str, int]], ingested_minute: int) -> None:
+        self.landed += self.write_batch(batch, ingested_minute, self.landing)
+
+    def write_batch(self, batch: list[tuple[str, str, int]], ingested_minute: int, folder: Path) -> list[Event]:
+        """Write a batch file as the loader does, into `folder`; returns its events."""
         ingested_at = T0 + timedelta(days=1, minutes=ingested_minute)
         events = [
             Event("acme", entity, state, T0 + timedelta(minutes=minute), ingested_at) for entity, state, minute in batch
@@ -94,9 +108,9 @@ class ProcessProject:
             "event_time_text": [None for _ in events],
             "ingested_at": [e.ingested_at for e in events],
         }
-        self.landing.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), self.landing / f"batch_{ingested_minute:05d}.parquet")
-        self.landed += events
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), folder / f"batch_{ingested_minute:05d}.parquet")
+        return events
 
     def dbt(self, *options: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -119,9 +133,11 @@ def _as_time(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def _assert_equals_reference(dump: dict, events: list[Event], *, late_batch_applied_alone: bool = True) -> None:
+def _assert_equals_reference(
+    dump: dict, events: list[Event], *, late_batch_applied_alone: bool = True, repaired_batch: datetime | None = None
+) -> None:
     """Compare the view with the recompute; a late event applied by a later run than its entity's earlier events
-    must have been applied by a repair write."""
+    must have been applied by a repair write (one that walked `repaired_batch`, when given)."""
     reference = recompute(events)
     rows = dump["entity_state_view"]
     closed = [
@@ -155,7 +171,10 @@ def _assert_equals_reference(dump: dict, events: list[Event], *, late_batch_appl
         "entity_state_changes does not rebuild the closed stays"
     )
     repairs = {r["emitted_window"] for r in dump["entity_state_segments"] if r["repaired_through_ingested_at"]}
-    if late_batch_applied_alone:
+    if repaired_batch is not None:
+        walked = {r["repaired_through_ingested_at"] for r in dump["entity_state_segments"]}
+        assert repaired_batch.replace(tzinfo=None).isoformat() in walked, "the late batch was applied without a repair"
+    elif late_batch_applied_alone:
         assert repairs or not reference.late, "a late event was applied without a repair"
     else:
         assert not repairs, "one run applied both batches, so it had nothing to repair"
@@ -173,21 +192,56 @@ def after_first_batch(tmp_path_factory) -> tuple[Path, Path]:
     return home, snapshot
 
 
-@pytest.mark.parametrize("point", KILL_POINTS)
-def test_a_killed_run_is_repaired_by_a_plain_rerun(after_first_batch, point):
+def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batch):
+    """Each kill point in turn, on one state home: a run applying a batch with a late event is killed there, and the
+    next process reruns plainly, checks the state against the recompute, then lands the next batch and is the next
+    killed run. A rerun and the next killed run share a process (one JVM start per kill point, not two); each run
+    is killed where the runs before it left the state, a rerun after every kill included."""
     home, snapshot = after_first_batch
     shutil.rmtree(home)
     shutil.copytree(snapshot, home)  # table locations in the metastore are absolute: restore in place
     project = ProcessProject(home)
     project.land(FIRST_BATCH, 1)
-    project.land(SECOND_BATCH, 2)
-    pattern, when = KILL_POINTS[point]
+    pending = home.parent / "pending"
+    repaired_batch = rerun_of = None
+    for index, (point, (pattern, when)) in enumerate(KILL_POINTS.items()):
+        ingested_minute = index + 2
+        batch = project.write_batch(KILL_BATCHES[index], ingested_minute, pending)
+        dump = home / "dump.json"
+        for left_by_the_process_before in (home / "killed_at", dump):
+            left_by_the_process_before.unlink(missing_ok=True)
 
-    killed = project.dbt("--kill-at", pattern, "--kill-when", when, "run")
+        killed = project.dbt(
+            "--dump",
+            str(dump),
+            "--then-land",
+            str(pending / f"batch_{ingested_minute:05d}.parquet"),
+            "--then-kill-at",
+            pattern,
+            "--then-kill-when",
+            when,
+            "run",
+        )
 
-    assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]
-    assert (home / "killed_at").read_text() == when
-    _assert_equals_reference(project.run_and_dump(), project.landed)
+        output = killed.stdout[-4000:] + killed.stderr[-4000:]
+        assert killed.returncode == -signal.SIGKILL, f"{point}: not killed\n{output}"
+        assert (home / "killed_at").read_text() == when, point
+        # the dump is the rerun after the kill before this one (in the first process, a run with nothing new)
+        with _after(rerun_of):
+            _assert_equals_reference(json.loads(dump.read_text()), project.landed, repaired_batch=repaired_batch)
+        project.landed += batch
+        repaired_batch, rerun_of = batch[0].ingested_at, point
+    with _after(rerun_of):
+        _assert_equals_reference(project.run_and_dump(), project.landed, repaired_batch=repaired_batch)
+
+
+@contextmanager
+def _after(point: str | None) -> Iterator[None]:
+    """Name the kill point whose rerun an assertion checks."""
+    try:
+        yield
+    except AssertionError as error:
+        raise AssertionError(f"after the kill {point!r} and a plain rerun: {error}") from error
 
 
 def test_a_first_run_killed_while_it_builds_a_state_table_is_repaired_by_a_plain_rerun(tmp_path):
