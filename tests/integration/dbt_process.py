@@ -1,6 +1,7 @@
 """Run dbt in a process of its own, for the tests that need a real process: SIGKILL at a chosen point of a run,
 two runs at once. Each process boots its own JVM, so the state lives in its own ENTITY_STATE_HOME.
-DBT_ARGS default to `run`; `--dump` writes the view, the segments table and the changes feed as JSON after dbt finishes.
+DBT_ARGS default to `run`; `--dump` writes the view, the segments table and the changes feed as JSON after dbt finishes
+(after the first run, with `--then-land`).
 
     python -m tests.integration.dbt_process [--kill-at REGEX [--kill-when before|mid-write]] [--dump OUT.json]
         [--then-land BATCH.parquet [--then-kill-at REGEX [--then-kill-when before|mid-write]]] [DBT_ARGS...]
@@ -57,8 +58,12 @@ def _watch_for_staging(location: Path, statement_done: threading.Event) -> None:
         time.sleep(0.002)
 
 
+UNARMED_EXECUTE = spark_session_module.Cursor.execute
+
+
 def _arm_kill(pattern: str, when: str) -> None:
-    original = spark_session_module.Cursor.execute
+    """Kill this process at the statement `pattern` matches; replaces a kill armed before."""
+    original = UNARMED_EXECUTE
 
     def execute(self, sql: str, *parameters: Any) -> None:
         if not re.search(pattern, sql, flags=re.IGNORECASE | re.DOTALL):
@@ -118,16 +123,21 @@ def main(argv: list[str]) -> int:
     }
     while argv[:1] and argv[0] in options:
         options[argv[0]], argv = argv[1], argv[2:]
+    if options["--then-kill-at"] and not options["--then-land"]:
+        raise SystemExit("--then-kill-at needs --then-land: it arms the kill for the run after the landing")
+    dbt_args = argv or ["run"]
     if options["--kill-at"]:
         _arm_kill(options["--kill-at"], options["--kill-when"])
-    success = _dbt(argv or ["run"])
+    success = _dbt(dbt_args)
     if options["--dump"]:
         _dump(Path(options["--dump"]))
     if success and options["--then-land"]:
         _land(Path(options["--then-land"]))
         if options["--then-kill-at"]:
             _arm_kill(options["--then-kill-at"], options["--then-kill-when"])
-        success = _dbt(argv or ["run"])
+        else:
+            spark_session_module.Cursor.execute = UNARMED_EXECUTE
+        success = _dbt(dbt_args)
     return 0 if success else 1
 
 

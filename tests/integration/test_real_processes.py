@@ -41,14 +41,6 @@ SECOND_BATCH = [
     ("e-4", "Q", 8),
 ]
 
-# One batch per kill point, ten minutes apart, for the chain of kill points on one state home. Each repeats
-# SECOND_BATCH's moves and adds e-3's P at 12: the next batch's R at 11 is then late, so each killed run interrupts
-# a repair too.
-KILL_BATCHES = [
-    [(entity, state, minute + 10 * index) for entity, state, minute in [*SECOND_BATCH, ("e-3", "P", 12)]]
-    for index in range(7)
-]
-
 KILL_POINTS = {
     "before the segments write": (r"insert into table \S*entity_state_segments\b", "before"),
     "in the middle of the segments write": (r"insert into table \S*entity_state_segments\b", "mid-write"),
@@ -58,6 +50,14 @@ KILL_POINTS = {
     "between the current write and its watermark": (recording_watermark("entity_state_current"), "before"),
     "between the changes write and its watermark": (recording_watermark("entity_state_changes"), "before"),
 }
+
+# One batch per kill point for the chain of kill points on one state home, each landing a minute after the one before
+# and with events ten minutes later. Each repeats SECOND_BATCH's moves and adds e-3's P at 12: the next batch's R at
+# 11 is then late, so each killed run applies a late event, and its rerun a repair.
+KILL_BATCHES = [
+    [(entity, state, minute + 10 * index) for entity, state, minute in [*SECOND_BATCH, ("e-3", "P", 12)]]
+    for index in range(len(KILL_POINTS))
+]
 
 
 class ProcessProject:
@@ -137,7 +137,8 @@ def _assert_equals_reference(
     dump: dict, events: list[Event], *, late_batch_applied_alone: bool = True, repaired_batch: datetime | None = None
 ) -> None:
     """Compare the view with the recompute; a late event applied by a later run than its entity's earlier events
-    must have been applied by a repair write (one that walked `repaired_batch`, when given)."""
+    must have been applied by a repair write. `repaired_batch`, when given, names the batch that repair must have
+    walked (the table also holds earlier repairs), and `late_batch_applied_alone` is then not read."""
     reference = recompute(events)
     rows = dump["entity_state_view"]
     closed = [
@@ -170,19 +171,22 @@ def _assert_equals_reference(
     assert stays_from_changes(dump["entity_state_changes"]) == sorted(reference.closed, key=repr), (
         "entity_state_changes does not rebuild the closed stays"
     )
-    repairs = {r["emitted_window"] for r in dump["entity_state_segments"] if r["repaired_through_ingested_at"]}
+    walked = {
+        _as_time(r["repaired_through_ingested_at"])
+        for r in dump["entity_state_segments"]
+        if r["repaired_through_ingested_at"]
+    }
     if repaired_batch is not None:
-        walked = {r["repaired_through_ingested_at"] for r in dump["entity_state_segments"]}
-        assert repaired_batch.replace(tzinfo=None).isoformat() in walked, "the late batch was applied without a repair"
+        assert repaired_batch in walked, "the late batch was applied without a repair"
     elif late_batch_applied_alone:
-        assert repairs or not reference.late, "a late event was applied without a repair"
+        assert walked or not reference.late, "a late event was applied without a repair"
     else:
-        assert not repairs, "one run applied both batches, so it had nothing to repair"
+        assert not walked, "one run applied both batches, so it had nothing to repair"
 
 
 @pytest.fixture(scope="module")
 def after_first_batch(tmp_path_factory) -> tuple[Path, Path]:
-    """A state home that has applied the first batch, and a copy of it to restore before each kill."""
+    """A state home that has applied the first batch, and a copy of it for each test to restore."""
     home = tmp_path_factory.mktemp("killed") / "home"
     project = ProcessProject(home)
     project.land(FIRST_BATCH, 1)
@@ -203,7 +207,7 @@ def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batc
     project = ProcessProject(home)
     project.land(FIRST_BATCH, 1)
     pending = home.parent / "pending"
-    repaired_batch = rerun_of = None
+    repaired_batch, rerun_of = None, "nothing (the first batch only)"
     for index, (point, (pattern, when)) in enumerate(KILL_POINTS.items()):
         ingested_minute = index + 2
         batch = project.write_batch(KILL_BATCHES[index], ingested_minute, pending)
@@ -236,12 +240,12 @@ def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batc
 
 
 @contextmanager
-def _after(point: str | None) -> Iterator[None]:
+def _after(point: str) -> Iterator[None]:
     """Name the kill point whose rerun an assertion checks."""
     try:
         yield
     except AssertionError as error:
-        raise AssertionError(f"after the kill {point!r} and a plain rerun: {error}") from error
+        raise AssertionError(f"after a kill at {point} and a plain rerun: {error}") from error
 
 
 def test_a_first_run_killed_while_it_builds_a_state_table_is_repaired_by_a_plain_rerun(tmp_path):
