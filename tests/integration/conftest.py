@@ -11,8 +11,8 @@ os.environ["TZ"] = "UTC"
 time.tzset()
 
 # The test files whose tests take longest (seconds per test in CI runs: the property test 430-1100, the batches of a
-# million events or entities 180-320, the real-process tests, which start new JVMs: 60-120 each, and 436 for their
-# chain of kill points alone on this machine). `make
+# million events or entities 180-320, the real-process tests, which start new JVMs: 60-120 each, and 490-690 for
+# their chain of kill points). `make
 # test-integration` hands tests to its two processes one at a time in collection order (`--dist load`), so these go
 # first and the short ones fill the gaps at the end; handed out last, one long test would leave the other process idle.
 LONGEST_FIRST = ("test_property_splits.py", "test_scale.py", "test_real_processes.py", "test_table_input.py")
