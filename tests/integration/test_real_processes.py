@@ -92,10 +92,12 @@ class ProcessProject:
         }
 
     def land(self, batch: list[tuple[str, str, int]], ingested_minute: int) -> None:
-        self.landed += self.write_batch(batch, ingested_minute, self.landing)
+        self.landed += self.write_batch(batch, ingested_minute, self.landing)[1]
 
-    def write_batch(self, batch: list[tuple[str, str, int]], ingested_minute: int, folder: Path) -> list[Event]:
-        """Write a batch file as the loader does, into `folder`; returns its events."""
+    def write_batch(
+        self, batch: list[tuple[str, str, int]], ingested_minute: int, folder: Path
+    ) -> tuple[Path, list[Event]]:
+        """Write a batch file as the loader does, into `folder`; returns the file and its events."""
         ingested_at = T0 + timedelta(days=1, minutes=ingested_minute)
         events = [
             Event("acme", entity, state, T0 + timedelta(minutes=minute), ingested_at) for entity, state, minute in batch
@@ -109,8 +111,9 @@ class ProcessProject:
             "ingested_at": [e.ingested_at for e in events],
         }
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), folder / f"batch_{ingested_minute:05d}.parquet")
-        return events
+        path = folder / f"batch_{ingested_minute:05d}.parquet"
+        pq.write_table(pa.table(columns, schema=LANDED_SCHEMA), path)
+        return path, events
 
     def dbt(self, *options: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -209,8 +212,7 @@ def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batc
     pending = home.parent / "pending"
     repaired_batch, rerun_of = None, "nothing (the first batch only)"
     for index, (point, (pattern, when)) in enumerate(KILL_POINTS.items()):
-        ingested_minute = index + 2
-        batch = project.write_batch(KILL_BATCHES[index], ingested_minute, pending)
+        batch_file, batch = project.write_batch(KILL_BATCHES[index], index + 2, pending)
         dump = home / "dump.json"
         for left_by_the_process_before in (home / "killed_at", dump):
             left_by_the_process_before.unlink(missing_ok=True)
@@ -219,7 +221,7 @@ def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batc
             "--dump",
             str(dump),
             "--then-land",
-            str(pending / f"batch_{ingested_minute:05d}.parquet"),
+            str(batch_file),
             "--then-kill-at",
             pattern,
             "--then-kill-when",
