@@ -42,9 +42,21 @@ rejected as (
     group by ingested_at
 ),
 
--- the window the walk sees: from the current table's watermark, so the stored rows seed it
+-- the window the walk sees: from the current table's watermark, so the stored rows seed it. Repeated rows are left
+-- in (the classification keeps each event's first arrival anyway), and the rows are spread by entity once: the
+-- classification's aggregation and its window over the entity's batches then run without a shuffle of their own
 events as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(window.low, window.high)) }}
+    select /*+ repartition(tenant_id, entity_id) */
+        tenant_id,
+        entity_id,
+        state_id,
+        event_time,
+        ingested_at
+    from (
+        {{ entity_state.applicable_events(
+            entity_state.landed_window_predicate(window.low, window.high), each_row_once=false
+        ) }}
+    ) as window_rows
 ),
 
 {%- if window.seed is not none %}
