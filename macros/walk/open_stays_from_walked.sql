@@ -4,7 +4,8 @@
 
     events:        relation or CTE name with tenant_id, entity_id, state_id, event_time, ingested_at: the window's.
     seed:          relation or CTE name with the stored open stays (entity_state_islands' `seed` columns), at least
-                   one row for each entity of `events` that has one.
+                   one row for each entity of `events` that has one; none when the walk had no seed (it walked every
+                   landed event: a first build, a full refresh).
     closed_stays:  the relation holding the closed stays of the walk (entity_state_segments).
     partition:     its partition (`emitted_window`) holding every stay that walk of the same events and seed closed,
                    the repaired entities' included (state_window, `walked_partition`).
@@ -28,6 +29,7 @@ new_events as (
         max(window_events.event_time) over (
             partition by window_events.tenant_id, window_events.entity_id
         ) as entity_last_event_ts,
+        {%- if seed is not none %}
         seed_rows.state_id as stored_state_id,
         seed_rows.start_time as stored_start_time,
         seed_rows.last_event_ts as stored_last_event_ts,
@@ -38,6 +40,13 @@ new_events as (
         and window_events.entity_id = seed_rows.entity_id
     where seed_rows.watermark_ingested_at is null
         or window_events.ingested_at > seed_rows.watermark_ingested_at
+        {%- else %}
+        cast(null as string) as stored_state_id,
+        cast(null as timestamp) as stored_start_time,
+        cast(null as timestamp) as stored_last_event_ts,
+        cast(null as array<string>) as stored_states_at_last_event_ts
+    from {{ events }} as window_events
+        {%- endif %}
 ),
 
 new_event_bounds as (

@@ -107,29 +107,36 @@
 
     {#- a repair's read: the bound the closed stays' table found for the same window and seed, or found here. A table
         whose closed stays another table holds also takes the partition where that table wrote the same window's
-        walk whole, if it did, to read its open stays from (walked_partition) -#}
+        walk whole, if it did, to read its open stays from (walked_partition): after a seeded walk, or after a walk
+        of every landed event (a first build, a full refresh) -#}
     {%- set repair_history_record = none -%}
     {%- set walked_window_record = none -%}
-    {%- if declared.closed_stays is not none and window.seed is not none -%}
+    {%- if declared.closed_stays is not none -%}
         {%- set closed_stays = this if declared.closed_stays == 'this'
             else entity_state.state_relation(declared.closed_stays) -%}
-        {%- set closed_stays_properties = {} if declared.closed_stays == 'this'
+        {%- set closed_stays_properties = {} if declared.closed_stays == 'this' or closed_stays is none
             else entity_state._properties_once(closed_stays, read_properties) -%}
-        {%- set reused = entity_state._recorded_repair_history(closed_stays_properties, window) -%}
         {%- do window.update({
-            'repair_history': reused if reused is not none
-                else entity_state.repair_history_bound(window, closed_stays),
             'walked_partition': entity_state._recorded_walked_partition(closed_stays_properties, window),
         }) -%}
+        {%- if window.seed is not none -%}
+            {%- set reused = entity_state._recorded_repair_history(closed_stays_properties, window) -%}
+            {%- do window.update({
+                'repair_history': reused if reused is not none
+                    else entity_state.repair_history_bound(window, closed_stays),
+            }) -%}
+        {%- endif -%}
         {%- if declared.closed_stays == 'this' and window.repair_history is not none -%}
             {%- set repair_history_record = {'low': window.low, 'high': window.high, 'seed': window.seed | string} -%}
             {%- do repair_history_record.update(window.repair_history) -%}
-            {#- the write holds the walk whole when it emits every stay the walk closed: from the seed's watermark on -#}
-            {%- if window.start == window.low and partition is not none -%}
-                {%- set walked_window_record = {
-                    'low': window.low, 'high': window.high, 'seed': window.seed | string, 'partition': partition,
-                } -%}
-            {%- endif -%}
+        {%- endif -%}
+        {#- the write holds the walk whole when it emits every stay the walk closed: from the seed's watermark on, or
+            from the first landed event when nothing seeds it -#}
+        {%- if declared.closed_stays == 'this' and window.start == window.low and partition is not none
+            and (window.repair_history is not none or window.seed is none) -%}
+            {%- set walked_window_record = {
+                'low': window.low, 'high': window.high, 'seed': window.seed | string, 'partition': partition,
+            } -%}
         {%- endif -%}
     {%- endif -%}
 

@@ -17,10 +17,10 @@
     Spark replaced it, see lost_current_buckets; its write intent, set before the write, tells) makes the run rebuild
     the table from the landed events. -#}
 {%- set window = entity_state.state_window() -%}
-{#- when segments wrote this window's walk whole, from these stored rows (the usual run: segments, then current, over
-    the same window), each open stay follows from the closed stays there, and nothing is walked again, neither the
-    window nor a repair's history; otherwise (a run with --select, a segments write that stopped) the window is
-    walked here -#}
+{#- when segments wrote this window's walk whole, from these stored rows or, on a first build or a full refresh, from
+    every landed event (the usual run: segments, then current, over the same window), each open stay follows from the
+    closed stays there, and nothing is walked again, neither the window nor a repair's history; otherwise (a run with
+    --select, a segments write that stopped) the window is walked here -#}
 {%- set reads_walk = window.get('walked_partition') is not none -%}
 {#- a window with no event that can be late (the usual one) is walked without the repair, and reads no history -#}
 {%- set may_have_late_events = entity_state.may_have_late_events(window) -%}
@@ -63,7 +63,10 @@ history as (
 
 stays as (
     {{ entity_state.open_stays_from_walked(
-        'events', 'stored', ref('entity_state_segments'), window.walked_partition
+        'events',
+        'stored' if window.seed is not none else none,
+        ref('entity_state_segments'),
+        window.walked_partition,
     ) if reads_walk else entity_state.entity_state_islands(
         'events',
         'stored' if window.seed is not none else none,

@@ -84,18 +84,39 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     stale = project.query(f"select count(*) as n from {project.schema}.entity_state_view where is_stale")
     assert stale[0]["n"] == 2, "the replaced view does not count the silent entities as stale"
 
-    # a batch is written with one `describe` of each state table: the columns its schema check reads
+    # a batch is written with one `describe` of each state table: the columns its schema check reads; the current
+    # table takes its open stays from the walk segments wrote, and walks nothing again
     project.land_moves(landed, T0, ARRIVAL.replace(hour=1), [("e-1", "C", 9), ("e-3", "X", 2)])
     with statements_sent() as sent:
         project.dbt("run")
     for table in (*EMITTING, "entity_state_current"):
         described = [sql for sql in sent if re.search(rf"describe (table )?extended \S*\.{table}\s*$", sql.strip())]
         assert len(described) == 1, (table, described)
+    _assert_reads_segments_walk(_current_write(sent))
     assert_matches_reference(project, landed)
 
-    # a new batch is written as before; --full-refresh replaces every view
+    # a new batch is written as before; --full-refresh replaces every view, and the current table, built again from
+    # every landed event, reads its open stays from segments' walk of them as well
     project.land_moves(landed, T0, ARRIVAL.replace(hour=2), [("e-1", "D", 11)])
-    project.dbt("run", "--full-refresh")
+    with statements_sent() as sent:
+        project.dbt("run", "--full-refresh")
+    _assert_reads_segments_walk(_current_write(sent))
 
     assert all(_created(project, view) != created[view] for view in definitions)
     assert_matches_reference(project, landed)
+
+
+def _current_write(sent: list[str]) -> str:
+    """The statement that wrote entity_state_current: a new partition of it, or the table built aside."""
+    writes = [
+        sql
+        for sql in sent
+        if re.search(r"(insert overwrite table|create table) \S*\.entity_state_current(__rebuild_\w+)?\b", sql)
+    ]
+    assert len(writes) == 1, writes
+    return writes[0]
+
+
+def _assert_reads_segments_walk(write: str) -> None:
+    # open_stays_from_walked reads segments' partition of the walk; entity_state_islands numbers the walk's stays
+    assert "walked_closed_stays" in write and "island_number" not in write, write
