@@ -22,9 +22,17 @@
     modification time still reaches the file listing (after the dedup it no longer could). Rows without a full key
     or an event time cannot be placed on any timeline: events_rejected keeps them. `each_row_once=false` leaves
     repeated rows in, for a reader that aggregates them anyway: without the distinct's shuffle, a join above the
-    scan runs in the scan's own stage (the repair's read of history relies on it). -#}
-{% macro applicable_events(landed_filter='true', each_row_once=true) %}
-    select {{ 'distinct' if each_row_once }}
+    scan runs in the scan's own stage (the repair's read of history relies on it). `spread_by_entity=true` (with
+    repeated rows in) hash-partitions the rows by entity: a reader whose aggregations and windows all group by the
+    entity, or a finer key, then runs them without another shuffle. -#}
+{% macro applicable_events(landed_filter='true', each_row_once=true, spread_by_entity=false) %}
+    {%- if spread_by_entity and each_row_once -%}
+        {{ exceptions.raise_compiler_error(
+            'applicable_events: spread_by_entity=true needs each_row_once=false (a distinct after the spread would '
+            ~ 'shuffle the rows again); give the reader the repeated rows, and let it aggregate them'
+        ) }}
+    {%- endif %}
+    select {{ 'distinct' if each_row_once }}{{ '/*+ repartition(tenant_id, entity_id) */' if spread_by_entity }}
         trim(tenant_id) as tenant_id,
         trim(entity_id) as entity_id,
         trim(state_id) as state_id,

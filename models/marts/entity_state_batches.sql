@@ -46,17 +46,9 @@ rejected as (
 -- in (the classification keeps each event's first arrival anyway), and the rows are spread by entity once: the
 -- classification's aggregation and its window over the entity's batches then run without a shuffle of their own
 events as (
-    select /*+ repartition(tenant_id, entity_id) */
-        tenant_id,
-        entity_id,
-        state_id,
-        event_time,
-        ingested_at
-    from (
-        {{ entity_state.applicable_events(
-            entity_state.landed_window_predicate(window.low, window.high), each_row_once=false
-        ) }}
-    ) as window_rows
+    {{ entity_state.applicable_events(
+        entity_state.landed_window_predicate(window.low, window.high), each_row_once=false, spread_by_entity=true
+    ) }}
 ),
 
 {%- if window.seed is not none %}

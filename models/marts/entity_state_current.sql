@@ -29,8 +29,12 @@
 
 with
 
+-- repeated rows left in (both the walk and the open stays read from segments' walk aggregate them), spread by entity
+-- once for the aggregations and windows over each entity that follow
 events as (
-    {{ entity_state.applicable_events(entity_state.landed_window_predicate(window.low, window.high)) }}
+    {{ entity_state.applicable_events(
+        entity_state.landed_window_predicate(window.low, window.high), each_row_once=false, spread_by_entity=true
+    ) }}
 ),
 
 {%- if window.seed is not none %}
