@@ -19,7 +19,7 @@
 with
 
 -- the window's events the stored rows have not applied yet (each row skips what arrived at or before its watermark),
--- each with its entity's stored row
+-- each with its entity's stored row; without a seed, every event of the window
 new_events as (
     select
         window_events.tenant_id,

@@ -114,7 +114,7 @@
     {%- if declared.closed_stays is not none -%}
         {%- set closed_stays = this if declared.closed_stays == 'this'
             else entity_state.state_relation(declared.closed_stays) -%}
-        {%- set closed_stays_properties = {} if declared.closed_stays == 'this' or closed_stays is none
+        {%- set closed_stays_properties = {} if declared.closed_stays == 'this'
             else entity_state._properties_once(closed_stays, read_properties) -%}
         {%- do window.update({
             'walked_partition': entity_state._recorded_walked_partition(closed_stays_properties, window),
@@ -131,9 +131,9 @@
             {%- do repair_history_record.update(window.repair_history) -%}
         {%- endif -%}
         {#- the write holds the walk whole when it emits every stay the walk closed: from the seed's watermark on, or
-            from the first landed event when nothing seeds it -#}
-        {%- if declared.closed_stays == 'this' and window.start == window.low and partition is not none
-            and (window.repair_history is not none or window.seed is none) -%}
+            from the first landed event when nothing seeds it; a waiting window (no high) walks nothing -#}
+        {%- if declared.closed_stays == 'this' and window.start == window.low and window.high is not none
+            and partition is not none and (window.repair_history is not none or window.seed is none) -%}
             {%- set walked_window_record = {
                 'low': window.low, 'high': window.high, 'seed': window.seed | string, 'partition': partition,
             } -%}
@@ -184,7 +184,8 @@
 {#- The partition where a table (its `properties`, table_properties) wrote the whole walk of the same window and
     seed as `window` (walked_window_property), or none. The walk depends only on the window's landed rows and the
     seed's rows, so that partition holds every stay a walk here would close: the same seed, unchanged since (its
-    watermark is the window's low; a write of it that stopped midway left rows the walk gives again). -#}
+    watermark is the window's low; a write of it that stopped midway left rows the walk gives again), or no seed on
+    both sides (a walk of every event landed up to the same high). -#}
 {% macro _recorded_walked_partition(properties, window) %}
     {%- set record = entity_state._record_for_window(properties, entity_state.walked_window_property(), window) -%}
     {{ return(record.get('partition') if record is not none else none) }}

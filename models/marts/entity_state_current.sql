@@ -25,6 +25,7 @@
 {#- a window with no event that can be late (the usual one) is walked without the repair, and reads no history -#}
 {%- set may_have_late_events = entity_state.may_have_late_events(window) -%}
 {%- set reads_history = window.seed is not none and may_have_late_events and not reads_walk -%}
+{%- set seed_cte = 'stored' if window.seed is not none else none -%}
 {{ entity_state.write_plan(**window.plan) }}
 
 with
@@ -68,12 +69,12 @@ history as (
 stays as (
     {{ entity_state.open_stays_from_walked(
         'events',
-        'stored' if window.seed is not none else none,
+        seed_cte,
         ref('entity_state_segments'),
         window.walked_partition,
     ) if reads_walk else entity_state.entity_state_islands(
         'events',
-        'stored' if window.seed is not none else none,
+        seed_cte,
         'history' if reads_history else none,
         may_have_late_events=may_have_late_events,
     ) }}
