@@ -19,8 +19,8 @@
 {%- set window = entity_state.state_window() -%}
 {#- when segments wrote this window's walk whole, from these stored rows or, on a first build or a full refresh, from
     every landed event (the usual run: segments, then current, over the same window), each open stay follows from the
-    closed stays there, and nothing is walked again, neither the window nor a repair's history; otherwise (a run with
-    --select, a segments write that stopped) the window is walked here -#}
+    closed stays there, and nothing is walked again, neither the window nor a repair's history; any other window
+    (after some --select runs, or a segments write that stopped) is walked here -#}
 {%- set reads_walk = window.get('walked_partition') is not none -%}
 {#- a window with no event that can be late (the usual one) is walked without the repair, and reads no history -#}
 {%- set may_have_late_events = entity_state.may_have_late_events(window) -%}
