@@ -1,5 +1,6 @@
 {#- Highest `ingested_at` landed in the files a window starting at `files_since` can hold (all files when it is
-    none), fixed once when a model compiles. -#}
+    none), fixed once when a model compiles, and once per invocation for the same `files_since` (run_memo): the
+    models of one run that start at the same point end at the same landed arrival too. -#}
 {% macro landing_high_watermark(files_since=none) %}
     {%- if not execute -%}
         {{ return(none) }}
@@ -15,12 +16,19 @@
         or run_query("show tables in " ~ landing.schema ~ " like '" ~ landing.identifier ~ "'").rows | length == 0) -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set result = run_query(
-        'select unix_micros(max(' ~ entity_state.input_column('ingested_at') ~ ')) from ' ~ landing
-        ~ ' where ' ~ entity_state.landing_files_since(files_since, entity_state.input_column('source_file_modified_at'))
-    ) -%}
-    {%- set value = result.columns[0].values()[0] -%}
-    {{ return(none if value is none else value | int) }}
+    {%- set read = entity_state.run_memo('landing_high_watermark') -%}
+    {%- set key = files_since | string -%}
+    {%- if key not in read -%}
+        {%- set result = run_query(
+            'select unix_micros(max(' ~ entity_state.input_column('ingested_at') ~ ')) from ' ~ landing
+            ~ ' where ' ~ entity_state.landing_files_since(
+                files_since, entity_state.input_column('source_file_modified_at')
+            )
+        ) -%}
+        {%- set value = result.columns[0].values()[0] -%}
+        {%- do read.update({key: none if value is none else value | int}) -%}
+    {%- endif -%}
+    {{ return(read[key]) }}
 {% endmacro %}
 
 {#- How much later than its file's modification time a landed row's `ingested_at` may be: the clock skew allowed
@@ -71,6 +79,12 @@
     {%- if not execute or entity_state.is_window_empty(low, high) or entity_state.is_table_input() -%}
         {{ return('') }}
     {%- endif -%}
+    {#- the files of a window checked once per invocation (run_memo): the models that read the same window -#}
+    {%- set checked = entity_state.run_memo('checked_landing_windows') -%}
+    {%- set key = low ~ '-' ~ high -%}
+    {%- if key in checked -%}
+        {{ return('') }}
+    {%- endif -%}
     {%- set required = ['tenant_id', 'entity_id', 'state_id', 'event_time'] -%}
     {%- set skew_micros = entity_state.landing_clock_skew_micros() -%}
     {%- set query -%}
@@ -116,5 +130,6 @@
             ~ ", fix it (or land it again with `entity-state load`, which checks it), then rerun."
         ) }}
     {%- endif -%}
+    {%- do checked.update({key: true}) -%}
     {{ return('') }}
 {% endmacro %}

@@ -19,10 +19,7 @@
     {%- if not entity_state.has_stored_state() or through is none -%}
         {{ return(plan) }}
     {%- endif -%}
-    {%- set properties = {} -%}
-    {%- for row in run_query('show tblproperties ' ~ this).rows -%}
-        {%- do properties.update({row[0]: row[1]}) -%}
-    {%- endfor -%}
+    {%- set properties = entity_state.table_properties(this) -%}
     {%- set counted_through = properties.get(entity_state.watermark_property()) -%}
     {%- if counted_through is none
         or counted_through | int > through
@@ -103,6 +100,7 @@
     {%- if not execute or entity_state.read_write_plan(model.compiled_code).get('is_window_empty') -%}
         {{ return('') }}
     {%- endif -%}
+    {%- do entity_state.forget_table_properties(this) -%}
     alter table {{ this }} set tblproperties (
         '{{ entity_state._daily_stale_after_property() }}' = '{{ entity_state._daily_stale_after_text() }}'
     )

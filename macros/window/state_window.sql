@@ -27,9 +27,7 @@
     {%- set declared = entity_state._declared_window(model) -%}
     {%- do entity_state._assert_bounds_are_dependencies(declared) -%}
     {%- set is_stored = entity_state.has_stored_state() -%}
-    {#- each table's properties read once: nothing writes them while the window is decided -#}
-    {%- set read_properties = {} -%}
-    {%- set properties = entity_state._properties_once(this, read_properties) if is_stored else {} -%}
+    {%- set properties = entity_state.table_properties(this) if is_stored else {} -%}
     {%- set recorded = entity_state._recorded_watermark(properties) -%}
     {%- set rebuild = none -%}
     {%- set is_waiting = false -%}
@@ -51,7 +49,7 @@
     {%- if is_stored and declared.seed is not none -%}
         {%- set seed = this if declared.seed == 'this' else entity_state.state_relation(declared.seed) -%}
         {%- set seed_properties = properties if declared.seed == 'this'
-            else entity_state._properties_once(seed, read_properties) -%}
+            else entity_state.table_properties(seed) -%}
         {%- set lost_buckets = entity_state.lost_current_buckets(seed, seed_properties) -%}
         {%- if lost_buckets and declared.seed == 'this' -%}
             {%- set rebuild = 'buckets ' ~ lost_buckets | join(', ') ~ ' lost rows' -%}
@@ -93,7 +91,7 @@
             {%- if relation is not none or not bound.once_built -%}
                 {%- set emitted_column = entity_state._declared_window(
                     entity_state._state_node(bound.table)).emitted_column -%}
-                {%- set bound_properties = entity_state._properties_once(relation, read_properties) -%}
+                {%- set bound_properties = entity_state.table_properties(relation) -%}
                 {%- do bounds.append(entity_state.emitted_watermark(relation, emitted_column, bound_properties)
                     if emitted_column else entity_state._recorded_watermark(bound_properties)) -%}
             {%- endif -%}
@@ -115,7 +113,7 @@
         {%- set closed_stays = this if declared.closed_stays == 'this'
             else entity_state.state_relation(declared.closed_stays) -%}
         {%- set closed_stays_properties = {} if declared.closed_stays == 'this'
-            else entity_state._properties_once(closed_stays, read_properties) -%}
+            else entity_state.table_properties(closed_stays) -%}
         {%- do window.update({
             'walked_partition': entity_state._recorded_walked_partition(closed_stays_properties, window),
         }) -%}
@@ -153,16 +151,6 @@
         'first_window': watermark if declared.emitted_column and is_built else none,
     }}) -%}
     {{ return(window) }}
-{% endmacro %}
-
-{#- A relation's table properties (table_properties), read from the catalog the first time `read` (a dict the
-    caller keeps) is asked for them. -#}
-{% macro _properties_once(relation, read) %}
-    {%- set key = relation | string -%}
-    {%- if key not in read -%}
-        {%- do read.update({key: entity_state.table_properties(relation)}) -%}
-    {%- endif -%}
-    {{ return(read[key]) }}
 {% endmacro %}
 
 {#- The bound of a repair's read that a table (its `properties`, table_properties) recorded for the same window and

@@ -32,14 +32,58 @@
     {{ return(recorded is not none and intent is not none and intent | int <= recorded) }}
 {% endmacro %}
 
-{#- The table properties of a relation, as a dict (empty for none). -#}
+{#- The table properties of a relation, as a dict (empty for none). Read once per invocation and table (run_memo):
+    a table is read as its own model's state, and as other models' seed, bound or closed stays. Until its model
+    changes them in this invocation they are the ones dbt's listing of the schema showed at the start of the invocation
+    (_listed_table_properties), so reading them costs no statement; after that change (forget_table_properties) they
+    are asked of the catalog. -#}
 {% macro table_properties(relation) %}
     {%- if not execute or relation is none -%}
         {{ return({}) }}
     {%- endif -%}
+    {%- set read = entity_state.run_memo('table_properties') -%}
+    {%- set key = entity_state._memo_key(relation) -%}
+    {%- if key not in read -%}
+        {%- set listed = none if key in entity_state.run_memo('changed_tables')
+            else entity_state._listed_table_properties(relation) -%}
+        {%- if listed is none -%}
+            {%- set listed = {} -%}
+            {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
+                {%- do listed.update({row[0]: row[1]}) -%}
+            {%- endfor -%}
+        {%- endif -%}
+        {%- do read.update({key: listed}) -%}
+    {%- endif -%}
+    {{ return(dict(read[key])) }}
+{% endmacro %}
+
+{#- A table's properties as dbt's listing of its schema at the start of the invocation showed them (`show table
+    extended`, the `Table Properties: [key=value, ...]` line of the relation's `information` in dbt's relation
+    cache), or none when that listing does not tell them for sure: the table is not in the cache or was cached
+    without the listing's text (built during the invocation, or listed by a fallback without it), or the line does
+    not parse. No line means no properties. The values are the ones `show tblproperties` gives, redacted alike. The
+    pairs
+    are split at each ", " that a key and "=" follow; the values this project writes (numbers, words, flat JSON
+    objects, whose keys are quoted) have none. -#}
+{% macro _listed_table_properties(relation) %}
+    {%- set cached = adapter.get_relation(
+        database=relation.database, schema=relation.schema, identifier=relation.identifier
+    ) -%}
+    {%- set information = cached.information if cached is not none else none -%}
+    {%- if not information or not modules.re.search('(?m)^Type: ', information) -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set listed = modules.re.search('(?m)^Table Properties: \\[(.*)\\]$', information) -%}
+    {%- if listed is none -%}
+        {{ return(none if 'Table Properties:' in information else {}) }}
+    {%- endif -%}
     {%- set properties = {} -%}
-    {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
-        {%- do properties.update({row[0]: row[1]}) -%}
+    {%- for pair in modules.re.split(', (?=[A-Za-z_][\\w.-]*=)', listed.group(1)) if pair -%}
+        {%- set parts = pair.partition('=') -%}
+        {%- if not parts[1] -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {%- do properties.update({parts[0]: parts[2]}) -%}
     {%- endfor -%}
     {{ return(properties) }}
 {% endmacro %}
@@ -123,6 +167,7 @@
     {%- if not properties -%}
         {{ return('') }}
     {%- endif -%}
+    {%- do entity_state.forget_table_properties(this) -%}
     alter table {{ this }} set tblproperties ({{ properties | join(', ') }})
 {% endmacro %}
 
@@ -174,5 +219,6 @@
             ~ "entity_state.write_plan(**window.plan) from state_window in the model"
         ) }}
     {%- endif -%}
+    {%- do entity_state.forget_table_properties(this) -%}
     alter table {{ this }} set tblproperties ('{{ entity_state.write_intent_property() }}' = '{{ plan.watermark }}')
 {% endmacro %}

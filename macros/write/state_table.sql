@@ -12,7 +12,9 @@
     builds is repaired by a plain rerun too. It also accepts the strategy `insert_new_partition` (see
     macros/write/write_strategy.sql), follows the model's write plan (write_plan: a table is rebuilt as a full refresh
     does when the plan says `rebuild`, and nothing is written to an existing table when it says
-    `is_window_empty`), and words on_schema_change='fail' for state tables (fail_on_state_schema_change), which,
+    `is_window_empty`), forgets what the run memo holds of the table's properties when it builds the table anew
+    and after hooks that changed them (forget_table_properties), sets dbt-spark's partition overwrite mode only
+    before the write it serves (so an empty window sends no statement for it), and words on_schema_change='fail' for state tables (fail_on_state_schema_change), which,
     with an enforced contract, then write from the model's query without dbt-spark's temporary view. Keep the rest
     in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
@@ -46,20 +48,21 @@
     {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
   {%- endif -%}
 
-  {#-- Set Overwrite Mode --#}
-  {%- if strategy in ['insert_overwrite', 'microbatch'] and partition_by -%}
-    {%- call statement() -%}
-      set spark.sql.sources.partitionOverwriteMode = DYNAMIC
-    {%- endcall -%}
-  {%- endif -%}
-
   {#-- Run pre-hooks --#}
   {{ run_hooks(pre_hooks) }}
+  {%- do entity_state.forget_table_properties(target_relation, if_changed=true) -%}
 
   {#-- entity_state: where a new table is built before it takes the model's name (see the comment at the top) --#}
   {%- set rebuild_relation = this.incorporate(
       path={"identifier": this.identifier ~ '__rebuild_' ~ invocation_id.replace('-', '')[:12]}, type='table'
   ) -%}
+
+  {#-- entity_state: a table built anew has none of the properties the run memo may hold of it (the hooks that set
+       properties forget them too) --#}
+  {%- if existing_relation is none or existing_relation.is_view or should_full_refresh()
+      or plan.get('rebuild') is not none -%}
+    {%- do entity_state.forget_table_properties(target_relation) -%}
+  {%- endif -%}
 
   {#-- Incremental run logic --#}
   {%- if existing_relation is none -%}
@@ -118,6 +121,12 @@
       {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
       {%- set rows_source = tmp_relation -%}
     {%- endif -%}
+    {#-- Set Overwrite Mode (entity_state: only before a write to an existing table, the one statement it serves) --#}
+    {%- if strategy in ['insert_overwrite', 'microbatch'] and partition_by -%}
+      {%- call statement() -%}
+        set spark.sql.sources.partitionOverwriteMode = DYNAMIC
+      {%- endcall -%}
+    {%- endif -%}
     {%- call statement('main') -%}
       {%- if strategy == 'insert_new_partition' -%}
         {{ entity_state.insert_new_partition_sql(
@@ -138,6 +147,7 @@
   {% do persist_docs(target_relation, model) %}
 
   {{ run_hooks(post_hooks) }}
+  {%- do entity_state.forget_table_properties(target_relation, if_changed=true) -%}
 
   {{ return({'relations': [target_relation]}) }}
 

@@ -59,14 +59,21 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     # asks the catalog for it) when it is as the hook made it: refreshing it is enough; or asks the catalog when
     # segments was built, which dbt's relation cache already says
     watermarked, emitting = "|".join(WATERMARKED), "|".join(EMITTING)
-    with failing_statement(
-        rf"(alter table \S*\.({watermarked}) set tblproperties|create table \S*entity_state_daily_counted"
-        rf"|select unix_micros\(max\(\w+\)\) from \S*\.({emitting})\b|show partitions \S*entity_state_current"
-        r"|select\s+_metadata\.file_name|drop table if exists \S*landing_events|show (tables|schemas)\b"
-        r"|describe table extended \S*entity_state_segments\b)"
-    ) as writes:
+    with (
+        statements_sent() as sent,
+        failing_statement(
+            rf"(alter table \S*\.({watermarked}) set tblproperties|create table \S*entity_state_daily_counted"
+            rf"|select unix_micros\(max\(\w+\)\) from \S*\.({emitting})\b|show partitions \S*entity_state_current"
+            r"|select\s+_metadata\.file_name|drop table if exists \S*landing_events|show (tables|schemas)\b"
+            r"|describe table extended \S*entity_state_segments\b)"
+        ) as writes,
+    ):
         project.dbt("run")
     assert not writes
+    # the run asks the catalog for no table's properties (dbt's listing at the start of the run shows them), and for
+    # the newest landed arrival once, though several models decide their windows from it (run_memo)
+    assert _properties_read(sent) == {}
+    assert len([sql for sql in sent if re.search(r"select unix_micros\(max\(.*\bfrom \S*landing_events", sql)]) == 1
 
     assert _definitions(project) == definitions
     assert {view: _created(project, view) for view in definitions} == created, "an unchanged view was recreated"
@@ -93,6 +100,12 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
         described = [sql for sql in sent if re.search(rf"describe (table )?extended \S*\.{table}\s*$", sql.strip())]
         assert len(described) == 1, (table, described)
     _assert_reads_segments_walk(_current_write(sent))
+    # a table's properties are asked of the catalog once its model wrote them, by the first model that reads them
+    # after that (the current table's by the time-in-state table), and by no other. The window's files are checked
+    # once.
+    written_then_read = ("entity_state_segments", "events_rejected", "entity_state_batches", "entity_state_current")
+    assert _properties_read(sent) == dict.fromkeys(written_then_read, 1)
+    assert len([sql for sql in sent if re.search(r"select\s+_metadata\.file_name", sql)]) == 1
     assert_matches_reference(project, landed)
 
     # a new batch is written as before; --full-refresh replaces every view, and the current table, built again from
@@ -104,6 +117,15 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
 
     assert all(_created(project, view) != created[view] for view in definitions)
     assert_matches_reference(project, landed)
+
+
+def _properties_read(sent: list[str]) -> dict[str, int]:
+    """How many times the statements asked each table for its properties."""
+    read: dict[str, int] = {}
+    for sql in sent:
+        for table in re.findall(r"show tblproperties \S*\.(\w+)", sql):
+            read[table] = read.get(table, 0) + 1
+    return read
 
 
 def _current_write(sent: list[str]) -> str:
