@@ -332,6 +332,8 @@ def _measurement(
 
 
 SPARK_START = "JVM, Spark session and metastore start"
+# what a new `dbt run` process pays before its first statement: the floor of point 2 of the performance issue
+START_PHASES = ("python start and imports", SPARK_START, "dbt parse and setup")
 STATEMENT_KINDS = [
     (
         "write",
@@ -703,7 +705,9 @@ def fixed_cost(results: Results, sizes: dict, out: Path) -> None:
     try:
         dbt.invoke("run")
         results.add("fixed", "in-process dbtRunner: JVM start + parse (warm-up, once)", [dbt.warm_up], 0, "")
-        results.add("fixed", "in-process dbt run, empty batch", [dbt.invoke("run") for _ in range(reps)], 0, "")
+        kept_alive = results.add(
+            "fixed", "in-process dbt run, empty batch", [dbt.invoke("run") for _ in range(reps)], 0, ""
+        )
         runs = []
         for _ in range(reps):
             workspace.land(stream, small, "small", small)
@@ -712,7 +716,13 @@ def fixed_cost(results: Results, sizes: dict, out: Path) -> None:
     finally:
         dbt.close()
     empty = [cli_dbt(workspace, "run") for _ in range(reps)]
-    results.add("fixed", "CLI `dbt run` (new process), empty batch", empty, 0, "")
+    new_process = results.add("fixed", "CLI `dbt run` (new process), empty batch", empty, 0, "")
+    value = kept_alive["seconds_median"]
+    results.ratio("empty run kept alive (seconds)", value, "<= 3", value <= 3)
+    # a new process's floor: what it pays before its first model (Python, the JVM and Spark session, dbt's parse)
+    start = sum(new_process["phases_median"].get(phase, 0.0) for phase in START_PHASES)
+    value = new_process["seconds_median"] / start
+    results.ratio("empty run as a new process / its start", value, "<= 1.5", value <= 1.5)
     runs, before = [], None
     for _ in range(reps):
         workspace.land(stream, small, "small", small)
@@ -986,9 +996,7 @@ def markdown(results: Results) -> str:
 
 
 _PHASES = [
-    "python start and imports",
-    SPARK_START,
-    "dbt parse and setup",
+    *START_PHASES,
     "spark metadata statements",
     "spark ddl statements",
     "spark write statements",
