@@ -14,9 +14,9 @@
     does when the plan says `rebuild`, and nothing is written to an existing table when it says
     `is_window_empty`), forgets what the run memo holds of the table's properties when it builds the table anew
     and after hooks that changed them (forget_table_properties), sets dbt-spark's partition overwrite mode only
-    before the write it serves (so an empty window sends no statement for it), and words on_schema_change='fail' for state tables (fail_on_state_schema_change), which,
-    with an enforced contract, then write from the model's query without dbt-spark's temporary view. Keep the rest
-    in step with dbt-spark when upgrading it. -#}
+    before the write it serves (so an empty window sends no statement for it), and words on_schema_change='fail'
+    for state tables (fail_on_state_schema_change), which, with an enforced contract, then write from the model's
+    query without dbt-spark's temporary view. Keep the rest in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
