@@ -62,8 +62,7 @@
     cache), or none when that listing does not tell them for sure: the table is not in the cache or was cached
     without the listing's text (built during the invocation, or listed by a fallback without it), or the line does
     not parse. No line means no properties. The values are the ones `show tblproperties` gives, redacted alike. The
-    pairs
-    are split at each ", " that a key and "=" follow; the values this project writes (numbers, words, flat JSON
+    pairs are split at each ", " that a key and "=" follow; the values this project writes (numbers, words, flat JSON
     objects, whose keys are quoted) have none. -#}
 {% macro _listed_table_properties(relation) %}
     {%- set cached = adapter.get_relation(
