@@ -8,11 +8,14 @@
     invocation, or be forgotten by what changes it (forget_table_properties). -#}
 {% macro run_memo(name) %}
     {%- set memos = graph.setdefault('entity_state_run_memos', {}) -%}
-    {%- if invocation_id not in memos -%}
-        {%- do memos.clear() -%}
-        {%- do memos.update({invocation_id: {}}) -%}
-    {%- endif -%}
-    {{ return(memos[invocation_id].setdefault(name, {})) }}
+    {#- setdefault, not a test and an assignment: with several dbt threads, two models making the invocation's first
+        call at once get the same dict. Memos of earlier invocations of the process are dropped one by one, never
+        this invocation's. -#}
+    {%- set memo = memos.setdefault(invocation_id, {}) -%}
+    {%- for earlier in memos.keys() | list if earlier != invocation_id -%}
+        {%- do memos.pop(earlier, none) -%}
+    {%- endfor -%}
+    {{ return(memo.setdefault(name, {})) }}
 {% endmacro %}
 
 {#- The key of a table in the run memo: its schema and name as the metastore keeps them (lowercase), whichever
