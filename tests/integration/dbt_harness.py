@@ -78,6 +78,8 @@ class DbtProject:
         self._batch = 0
         self.events_table: str | None = None
         self.settings: dict[str, Any] = {}
+        # dbt threads for `run` and `build` (--threads); none: the profile's (1)
+        self.threads: int | None = None
 
     @property
     def vars(self) -> dict[str, Any]:
@@ -111,6 +113,8 @@ class DbtProject:
         os.chdir(PROJECT_DIR)
         if self.vars:
             args = _with_vars(args, self.vars)
+        if self.threads is not None and args[0] in ("run", "build"):
+            args = (*args, "--threads", str(self.threads))
         artifacts = [] if write_artifacts else ["--no-write-json"]
         try:
             result = dbtRunner().invoke([*args, "--quiet", *artifacts, "--project-dir", str(PROJECT_DIR)])
@@ -199,6 +203,7 @@ class DbtProject:
                 self.execute(f"drop schema if exists {schema} cascade")
         self.events_table = None
         self.settings = {}
+        self.threads = None
         shutil.rmtree(self.landing, ignore_errors=True)
         self.landing.mkdir(parents=True)
         self._batch = 0

@@ -6,7 +6,8 @@ events arrive again in a later batch (late duplicates).
 
 After every full `dbt run` the view must equal the independent reference over what has landed so far, and after a
 final catch-up run it must equal the reference over everything; so must the time in state per day
-(entity_state_daily), with staleness off or on (drawn). Examples per run: ENTITY_STATE_PROPERTY_EXAMPLES
+(entity_state_daily), with staleness off or on (drawn). Each example runs dbt with one thread or two (drawn): with
+two, the models that do not wait for each other run at the same time. Examples per run: ENTITY_STATE_PROPERTY_EXAMPLES
 (default 12; every example runs dbt several times on Spark, about 40 s each here).
 """
 
@@ -78,6 +79,7 @@ repeats = st.lists(st.tuples(st.integers(0, 29), st.integers(0, 4)), max_size=4)
     repeated=repeats,
     steps=st.lists(st.sampled_from(STEPS), min_size=5, max_size=5),
     stale=st.booleans(),
+    threads=st.sampled_from([1, 2]),
 )
 # the partial catch-up first, on a fresh schema (it fails), and again once a run built its parents
 @example(
@@ -85,9 +87,11 @@ repeats = st.lists(st.tuples(st.integers(0, 29), st.integers(0, 4)), max_size=4)
     repeated=[],
     steps=["partial_catch_up", "run", "partial_catch_up", "run", "run"],
     stale=False,
+    threads=1,
 )
-def test_any_split_and_run_order_equals_the_full_recompute(project, raw, repeated, steps, stale):
+def test_any_split_and_run_order_equals_the_full_recompute(project, raw, repeated, steps, stale, threads):
     project.reset()
+    project.threads = threads
     raw = raw + [(*raw[index][:4], batch) for index, batch in repeated if index < len(raw)]
     run_example(project, raw, steps, STALE_AFTER if stale else None)
 
