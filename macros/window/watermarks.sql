@@ -48,7 +48,8 @@
             else entity_state._listed_table_properties(relation) -%}
         {%- if listed is none -%}
             {%- set listed = {} -%}
-            {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
+            {#- render(): the table's name even for a ref that `--empty` turned into an empty query -#}
+            {%- for row in run_query('show tblproperties ' ~ relation.render()).rows -%}
                 {%- do listed.update({row[0]: row[1]}) -%}
             {%- endfor -%}
         {%- endif -%}

@@ -5,10 +5,22 @@
     the view (compiled SQL, config, contract and documented columns, description), stored as a property of the view
     when it is created and read back from the relation dbt already listed at the start of the run, so keeping a
     view costs no statement. A view is recreated when that digest differs or is missing, when it is not a view,
-    and on --full-refresh. Users' own views keep dbt's materialization. -#}
+    and on --full-refresh. Under `--empty`, where dbt puts an empty query in place of each ref and source, an
+    existing view is checked instead, by planning its query with `limit 0`, and kept: recreated from those empty
+    queries it would show no rows until the next run. Users' own views keep dbt's materialization. -#}
 {% materialization kept_view, adapter='spark', supported_languages=['sql'] -%}
   {%- set definition = entity_state._view_definition_digest() -%}
   {%- set existing = load_cached_relation(this) -%}
+  {%- if flags.EMPTY and existing is not none and existing.is_view -%}
+    {{ run_hooks(pre_hooks) }}
+    {%- call statement('main') -%}
+      select * from (
+{{ compiled_code }}
+      ) as view_rows limit 0
+    {%- endcall -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [this.incorporate(type='view')]}) }}
+  {%- endif -%}
   {%- if definition is not none and existing is not none and existing.is_view and not should_full_refresh()
       and entity_state._stored_view_definition(existing) == definition -%}
     {{ run_hooks(pre_hooks) }}

@@ -16,7 +16,8 @@
     and after hooks that changed them (forget_table_properties), sets dbt-spark's partition overwrite mode only
     before the write it serves (so an empty window sends no statement for it), and words on_schema_change='fail'
     for state tables (fail_on_state_schema_change), which, with an enforced contract, then write from the model's
-    query without dbt-spark's temporary view. Keep the rest in step with dbt-spark when upgrading it. -#}
+    query without dbt-spark's temporary view. Under `--empty` it only plans an existing table's query. Keep the rest
+    in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -46,6 +47,19 @@
   {#-- for SQL model we will create temp view that doesn't have database and schema --#}
   {%- if language == 'sql'-%}
     {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
+  {%- endif -%}
+
+  {#-- entity_state: `--empty` reads no rows of any ref or source, and its windows are empty (landing_high_watermark).
+       An existing table is then only checked, by planning its query with `limit 0`: nothing is written, no hook
+       runs and no property changes, with --full-refresh too, which would otherwise replace the state with an empty
+       table. A missing table is built as dbt builds one, empty. --#}
+  {%- if flags.EMPTY and existing_relation is not none and not existing_relation.is_view -%}
+    {%- call statement('main', language=language) -%}
+      select * from (
+{{ compiled_code }}
+      ) as model_rows limit 0
+    {%- endcall -%}
+    {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
 
   {#-- Run pre-hooks --#}

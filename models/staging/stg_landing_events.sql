@@ -1,6 +1,8 @@
 {#- Every landed row, as landed: the one place that reads the landing source (the landing folder, or the user's
     events table with its columns mapped: macros/landing/events_input.sql). Rows that cannot be applied keep
-    their reject_reason here; stg_events takes the others and events_rejected keeps these. -#}
+    their reject_reason here; stg_events takes the others and events_rejected keeps these. The source is rendered
+    whole even under `--empty`: the landing folder's file columns (`_metadata`) exist on the table only, not on the
+    empty query dbt would put in its place, and the models that read this view get none of its rows then anyway. -#}
 {%- if execute and entity_state.is_table_input() -%}
     {%- do entity_state.assert_events_table_readable() -%}
 {%- endif %}
@@ -16,7 +18,7 @@ source as (
         {{ entity_state.input_column('ingested_at') }} as ingested_at,
         {{ entity_state.input_column('source_file_name') }} as source_file_name,
         {{ entity_state.input_column('source_file_modified_at') }} as source_file_modified_at
-    from {{ source('landing', 'events') }}
+    from {{ source('landing', 'events').render() }}
 ),
 
 final as (

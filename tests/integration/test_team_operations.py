@@ -1,5 +1,5 @@
-"""Everyday use by a dbt team: the selectors (scheduled, audit), the per-batch warnings, source freshness, and the
-checks that stop a run with a clear message (a state table changed by hand, an old var name)."""
+"""Everyday use by a dbt team: the selectors (scheduled, audit), the per-batch warnings, source freshness, `--empty`,
+and the checks that stop a run with a clear message (a state table changed by hand, an old var name)."""
 
 from __future__ import annotations
 
@@ -145,5 +145,36 @@ def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_
 
     # the way out the message gives
     project.dbt("run", "--full-refresh", "-s", "entity_state_segments")
+    project.dbt("run")
+    assert_matches_reference(project, landed)
+
+
+def _state_properties(project) -> dict[str, dict[str, str]]:
+    return {
+        table: {row["key"]: row["value"] for row in project.query(f"show tblproperties {project.schema}.{table}")}
+        for table in sorted(STATE_MODELS | {"entity_state_daily_counted"})
+    }
+
+
+def test_a_build_with_empty_checks_the_sql_and_leaves_the_state_as_it_was(project):
+    """`--empty` (dbt's check of every model's SQL on no rows) applies no landed event and moves no watermark, with
+    --full-refresh too; the next plain run applies everything landed since."""
+    landed: list[Event] = []
+    arrival = _now() - timedelta(hours=1)
+    project.land_moves(landed, arrival - timedelta(hours=1), arrival, [("e-1", "A", 0), ("e-1", "B", 4)])
+    # on a new schema the state tables are built, empty, and the first plain run walks every landed event
+    project.dbt("run", "--empty")
+    project.dbt("run")
+    assert_matches_reference(project, landed)
+
+    before = _state_properties(project)
+    applied = list(landed)
+    # e-1's A at minute 2 is late: a run that applied it would repair e-1
+    project.land_moves(landed, arrival - timedelta(hours=1), arrival + timedelta(minutes=1), [("e-1", "A", 2)])
+    for empty in (("build", "--empty", "--exclude", "test_type:unit"), ("run", "--empty", "--full-refresh")):
+        project.dbt(*empty)
+        assert _state_properties(project) == before, empty
+        assert_matches_reference(project, applied)
+
     project.dbt("run")
     assert_matches_reference(project, landed)
