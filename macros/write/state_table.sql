@@ -49,17 +49,28 @@
     {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
   {%- endif -%}
 
-  {#-- entity_state: `--empty` reads no rows of any ref or source, and its windows are empty (landing_high_watermark).
-       An existing table is then only checked, by planning its query with `limit 0`: nothing is written, no hook
-       runs and no property changes, with --full-refresh too, which would otherwise replace the state with an empty
-       table. A missing table is built as dbt builds one, empty. --#}
+  {#-- entity_state: `--empty` reads no rows of any ref or source. An existing table is then only checked: its query
+       is planned with `limit 0`, and its columns are held to the contract and to the table's, as a real run would:
+       nothing is written, no hook runs and no property changes, with --full-refresh too, which would otherwise
+       replace the state with an empty table. A missing table is built as dbt builds one, empty and with no
+       watermark, where nothing holds state yet (_assert_no_state_under_empty). --#}
   {%- if flags.EMPTY and existing_relation is not none and not existing_relation.is_view -%}
     {%- call statement('main', language=language) -%}
       select * from (
 {{ compiled_code }}
       ) as model_rows limit 0
     {%- endcall -%}
+    {%- if model['contract']['enforced'] -%}
+      {%- do get_assert_columns_equivalent(compiled_code) -%}
+    {%- endif -%}
+    {%- if on_schema_change == 'fail' and model['contract']['enforced'] -%}
+      {%- do entity_state.fail_on_state_schema_change(
+          existing_relation, adapter.get_columns_in_relation(existing_relation)
+      ) -%}
+    {%- endif -%}
     {{ return({'relations': [target_relation]}) }}
+  {%- elif flags.EMPTY -%}
+    {%- do entity_state._assert_no_state_under_empty() -%}
   {%- endif -%}
 
   {#-- Run pre-hooks --#}
@@ -166,3 +177,28 @@
   {{ return({'relations': [target_relation]}) }}
 
 {%- endmaterialization %}
+
+{#- Under `--empty` a missing state table is built empty, with no watermark. On a schema where no state table holds
+    state yet, the next plain run then walks every landed event into every table. Where another one does, the next
+    run would take the empty table as caught up with it (its window starts at that table's watermark) and skip the
+    history it misses: so the run stops instead, before writing anything, and says what to run. -#}
+{% macro _assert_no_state_under_empty() %}
+    {%- set holding = [] -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and node.package_name == model.package_name
+        and node.config.materialized == 'state_table' and node.name != model.name -%}
+        {%- set properties = entity_state.table_properties(entity_state.state_relation(node.name)) -%}
+        {%- if properties.get(entity_state.watermark_property()) is not none
+            or properties.get(entity_state.write_intent_property()) is not none -%}
+            {%- do holding.append(node.name) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if holding -%}
+        {{ exceptions.raise_compiler_error(
+            this ~ " does not exist, but other state tables hold state already (" ~ holding | join(', ') ~ "). Built "
+            ~ "empty by --empty, it would look caught up with them to the next run, which would skip the history it "
+            ~ "misses. Run a plain `dbt run` first (it builds " ~ model.name ~ " from the landed events), then "
+            ~ "--empty; or run --empty on a schema of its own."
+        ) }}
+    {%- endif -%}
+{% endmacro %}

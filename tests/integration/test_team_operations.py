@@ -158,12 +158,13 @@ def _state_properties(project) -> dict[str, dict[str, str]]:
 
 def test_a_build_with_empty_checks_the_sql_and_leaves_the_state_as_it_was(project):
     """`--empty` (dbt's check of every model's SQL on no rows) applies no landed event and moves no watermark, with
-    --full-refresh too; the next plain run applies everything landed since."""
+    --full-refresh too; the next plain run applies everything landed since. A state table missing while the others
+    hold state stops it with a message."""
     landed: list[Event] = []
     arrival = _now() - timedelta(hours=1)
     project.land_moves(landed, arrival - timedelta(hours=1), arrival, [("e-1", "A", 0), ("e-1", "B", 4)])
     # on a new schema the state tables are built, empty, and the first plain run walks every landed event
-    project.dbt("run", "--empty")
+    project.dbt("build", "--empty", "--exclude", "test_type:unit")
     project.dbt("run")
     assert_matches_reference(project, landed)
 
@@ -175,6 +176,16 @@ def test_a_build_with_empty_checks_the_sql_and_leaves_the_state_as_it_was(projec
         project.dbt(*empty)
         assert _state_properties(project) == before, empty
         assert_matches_reference(project, applied)
+
+    # a state table missing while the others hold state (as after a full refresh killed between its two renames):
+    # built empty it would look caught up with them, so --empty stops before writing anything
+    project.execute(f"drop table {project.schema}.entity_state_current")
+    result = project.dbt("run", "--empty", expect_success=False)
+    errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
+    assert set(errors) == {"entity_state_current"}, errors
+    assert "other state tables hold state already" in errors["entity_state_current"], errors
+    assert "plain `dbt run` first" in errors["entity_state_current"], errors
+    assert not project.table_exists("entity_state_current")
 
     project.dbt("run")
     assert_matches_reference(project, landed)
