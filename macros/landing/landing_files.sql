@@ -1,7 +1,8 @@
 {#- Highest `ingested_at` landed in the files a window starting at `files_since` can hold (all files when it is
     none), fixed once when a model compiles, and once per invocation for the same `files_since` (run_memo): the
-    models of one run that start at the same point end at the same landed arrival too. None under `--empty`: dbt then
-    reads no rows of any ref or source, so every window is empty, and a run applies nothing and moves no watermark. -#}
+    models of one run that start at the same point end at the same landed arrival too (with two dbt threads,
+    segments and the quarantine may each ask, and end apart: the tables that wait for both take the lower). None
+    under `--empty`, where the models read no rows of any ref or source: no window then reaches the landing. -#}
 {% macro landing_high_watermark(files_since=none) %}
     {%- if not execute or flags.EMPTY -%}
         {{ return(none) }}
