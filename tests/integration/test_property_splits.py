@@ -87,7 +87,7 @@ repeats = st.lists(st.tuples(st.integers(0, 29), st.integers(0, 4)), max_size=4)
     repeated=[],
     steps=["partial_catch_up", "run", "partial_catch_up", "run", "run"],
     stale=False,
-    threads=1,
+    threads=2,
 )
 def test_any_split_and_run_order_equals_the_full_recompute(project, raw, repeated, steps, stale, threads):
     project.reset()
