@@ -16,8 +16,9 @@
     and after hooks that changed them (forget_table_properties), sets dbt-spark's partition overwrite mode only
     before the write it serves (so an empty window sends no statement for it), and words on_schema_change='fail'
     for state tables (fail_on_state_schema_change), which, with an enforced contract, then write from the model's
-    query without dbt-spark's temporary view. Under `--empty` it only plans an existing table's query. Keep the rest
-    in step with dbt-spark when upgrading it. -#}
+    query without dbt-spark's temporary view. Under `--empty` it only checks an existing table (its query planned,
+    its columns), and builds a missing one only where no other state table exists from before the run. Keep the
+    rest in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -50,10 +51,11 @@
   {%- endif -%}
 
   {#-- entity_state: `--empty` reads no rows of any ref or source. An existing table is then only checked: its query
-       is planned with `limit 0`, and its columns are held to the contract and to the table's, as a real run would:
-       nothing is written, no hook runs and no property changes, with --full-refresh too, which would otherwise
-       replace the state with an empty table. A missing table is built as dbt builds one, empty and with no
-       watermark, where nothing holds state yet (_assert_no_state_under_empty). --#}
+       is planned with `limit 0`, and its columns are held to the contract and to the table's (a build checks the
+       first, an incremental write the second): nothing is written, no hook runs and no property changes, with
+       --full-refresh too, which would otherwise replace the state with an empty table. A missing table is built as
+       dbt builds one, empty, only where no other state table exists from before this run
+       (_assert_no_state_under_empty). --#}
   {%- if flags.EMPTY and existing_relation is not none and not existing_relation.is_view -%}
     {%- call statement('main', language=language) -%}
       select * from (
@@ -70,7 +72,7 @@
     {%- endif -%}
     {{ return({'relations': [target_relation]}) }}
   {%- elif flags.EMPTY -%}
-    {%- do entity_state._assert_no_state_under_empty() -%}
+    {%- do entity_state._assert_no_state_under_empty(existing_relation) -%}
   {%- endif -%}
 
   {#-- Run pre-hooks --#}
@@ -178,27 +180,29 @@
 
 {%- endmaterialization %}
 
-{#- Under `--empty` a missing state table is built empty, with no watermark. On a schema where no state table holds
-    state yet, the next plain run then walks every landed event into every table. Where another one does, the next
-    run would take the empty table as caught up with it (its window starts at that table's watermark) and skip the
-    history it misses: so the run stops instead, before writing anything, and says what to run. -#}
-{% macro _assert_no_state_under_empty() %}
-    {%- set holding = [] -%}
+{#- Under `--empty` a missing state table (or a view in its place, `existing`) is built empty. On a schema where no
+    other state table existed before the run (the ones this run built are empty too, with no watermark), the next
+    plain run then walks every landed event into every table. Where one did, the new table's window would end at
+    what that one holds (its watermark, or its rows' when a run stopped before recording it), and the empty table
+    would record it and look caught up to the next run, which would skip the history it misses: so the run stops
+    instead, before writing anything, and says what to run. -#}
+{% macro _assert_no_state_under_empty(existing) %}
+    {%- set built_in_this_run = entity_state.run_memo('changed_tables') -%}
+    {%- set stored = [] -%}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model' and node.package_name == model.package_name
         and node.config.materialized == 'state_table' and node.name != model.name -%}
-        {%- set properties = entity_state.table_properties(entity_state.state_relation(node.name)) -%}
-        {%- if properties.get(entity_state.watermark_property()) is not none
-            or properties.get(entity_state.write_intent_property()) is not none -%}
-            {%- do holding.append(node.name) -%}
+        {%- set relation = entity_state.state_relation(node.name) -%}
+        {%- if relation is not none and entity_state._memo_key(relation) not in built_in_this_run -%}
+            {%- do stored.append(node.name) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- if holding -%}
+    {%- if stored -%}
         {{ exceptions.raise_compiler_error(
-            this ~ " does not exist, but other state tables hold state already (" ~ holding | join(', ') ~ "). Built "
-            ~ "empty by --empty, it would look caught up with them to the next run, which would skip the history it "
-            ~ "misses. Run a plain `dbt run` first (it builds " ~ model.name ~ " from the landed events), then "
-            ~ "--empty; or run --empty on a schema of its own."
+            this ~ (" is a view" if existing is not none else " does not exist") ~ ", but other state tables hold "
+            ~ "state already (" ~ stored | join(', ') ~ "). Built empty by --empty, it would look caught up with "
+            ~ "them to the next run, which would skip the history it misses. Run a plain `dbt run` first (it builds "
+            ~ model.name ~ " from the landed events), then --empty; or run --empty on a schema of its own."
         ) }}
     {%- endif -%}
 {% endmacro %}
