@@ -136,12 +136,14 @@ def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_
     project.execute(f"alter table {project.schema}.entity_state_segments add columns (note string)")
     project.land_moves(landed, arrival - timedelta(hours=1), arrival + timedelta(minutes=1), [("e-1", "C", 6)])
 
-    result = project.dbt("run", expect_success=False)
-    errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
-    assert set(errors) == {"entity_state_segments"}, errors
-    message = errors["entity_state_segments"]
-    assert "no longer match its model" in message and "Only in the table: note string" in message, message
-    assert "dbt run --full-refresh -s entity_state_segments" in message, message
+    # `--empty`, which checks a state table without writing it, finds the change too
+    for run in (("run", "--empty"), ("run",)):
+        result = project.dbt(*run, expect_success=False)
+        errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
+        assert set(errors) == {"entity_state_segments"}, (run, errors)
+        message = errors["entity_state_segments"]
+        assert "no longer match its model" in message and "Only in the table: note string" in message, message
+        assert "dbt run --full-refresh -s entity_state_segments" in message, message
 
     # the way out the message gives
     project.dbt("run", "--full-refresh", "-s", "entity_state_segments")
