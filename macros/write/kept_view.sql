@@ -14,14 +14,7 @@
   {%- set existing = load_cached_relation(this) -%}
   {%- if flags.EMPTY and existing is not none and existing.is_view -%}
     {{ run_hooks(pre_hooks) }}
-    {%- call statement('main') -%}
-      select * from (
-{{ compiled_code }}
-      ) as view_rows limit 0
-    {%- endcall -%}
-    {%- if model['contract']['enforced'] -%}
-      {%- do get_assert_columns_equivalent(compiled_code) -%}
-    {%- endif -%}
+    {%- do entity_state._check_query_without_rows() -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [this.incorporate(type='view')]}) }}
   {%- endif -%}

@@ -57,14 +57,7 @@
        dbt builds one, empty, only where no other state table exists from before this run
        (_assert_no_state_under_empty). --#}
   {%- if flags.EMPTY and existing_relation is not none and not existing_relation.is_view -%}
-    {%- call statement('main', language=language) -%}
-      select * from (
-{{ compiled_code }}
-      ) as model_rows limit 0
-    {%- endcall -%}
-    {%- if model['contract']['enforced'] -%}
-      {%- do get_assert_columns_equivalent(compiled_code) -%}
-    {%- endif -%}
+    {%- do entity_state._check_query_without_rows() -%}
     {%- if on_schema_change == 'fail' and model['contract']['enforced'] -%}
       {%- do entity_state.fail_on_state_schema_change(
           existing_relation, adapter.get_columns_in_relation(existing_relation)
