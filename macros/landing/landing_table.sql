@@ -110,14 +110,13 @@
     {%- set re = modules.re -%}
     {%- set kind = re.search('(?m)^Type: *(.*?) *$', information) -%}
     {%- set location = re.search('(?m)^Location: *(.*?) *$', information) -%}
-    {%- set properties = re.search('(?m)^Table Properties: *\\[(.*)\\] *$', information) -%}
-    {%- set properties = (', ' ~ properties.group(1) ~ ',') | lower if properties else '' -%}
+    {%- set properties = entity_state._table_properties_in_listing(information) or {} -%}
     {{ return({
         'kind': kind.group(1) | upper if kind else 'UNKNOWN',
         'location': location.group(1) if location else '',
         'columns': re.findall('(?m)^ \\|-- ([^:]+): ([a-z]+)', information),
-        'has_property': (', ' ~ entity_state._landing_table_property() ~ '=true,') in properties,
-        'purges': ', external.table.purge=true,' in properties,
+        'has_property': properties.get(entity_state._landing_table_property(), '') | lower == 'true',
+        'purges': properties.get('external.table.purge', '') | lower == 'true',
     }) }}
 {% endmacro %}
 

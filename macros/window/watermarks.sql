@@ -69,11 +69,17 @@
     {%- set cached = adapter.get_relation(
         database=relation.database, schema=relation.schema, identifier=relation.identifier
     ) -%}
-    {%- set information = cached.information if cached is not none else none -%}
+    {{ return(entity_state._table_properties_in_listing(cached.information if cached is not none else none)) }}
+{% endmacro %}
+
+{#- The table properties in one table's `show table extended` text (`information`), as _listed_table_properties
+    reads them: none when the text is not such a listing or its line does not parse, an empty dict when it has no
+    such line. -#}
+{% macro _table_properties_in_listing(information) %}
     {%- if not information or not modules.re.search('(?m)^Type: ', information) -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set listed = modules.re.search('(?m)^Table Properties: \\[(.*)\\]$', information) -%}
+    {%- set listed = modules.re.search('(?m)^Table Properties: *\\[(.*)\\] *$', information) -%}
     {%- if listed is none -%}
         {{ return(none if 'Table Properties:' in information else {}) }}
     {%- endif -%}

@@ -51,7 +51,6 @@
 
 {#- The digest stored on a listed view, from the table properties in the listing (`show table extended`), or none. -#}
 {% macro _stored_view_definition(relation) %}
-    {%- set pattern = modules.re.escape(entity_state._view_definition_property()) ~ '=([0-9a-f]{32})\\b' -%}
-    {%- set found = modules.re.search(pattern, relation.information or '') -%}
-    {{ return(found.group(1) if found else none) }}
+    {%- set properties = entity_state._table_properties_in_listing(relation.information) or {} -%}
+    {{ return(properties.get(entity_state._view_definition_property())) }}
 {% endmacro %}
