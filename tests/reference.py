@@ -68,14 +68,20 @@ def _clean(value: str | None) -> str | None:
 EVENT_CLOCK_SKEW = timedelta(minutes=60)
 
 
+def is_rejected(event: Event, event_clock_skew: timedelta = EVENT_CLOCK_SKEW) -> bool:
+    """A row that cannot be placed on any timeline: a key missing or blank, no event time, or an event time later
+    than its arrival by more than the clock skew."""
+    if any(_clean(value) is None for value in (event.tenant_id, event.entity_id, event.state_id)):
+        return True
+    return event.event_time is None or event.event_time > event.ingested_at + event_clock_skew
+
+
 def recompute(events: Iterable[Event], event_clock_skew: timedelta = EVENT_CLOCK_SKEW) -> Recompute:
     earliest: dict[tuple, datetime] = {}
     for event in events:
+        if is_rejected(event, event_clock_skew):
+            continue
         tenant, entity, state = _clean(event.tenant_id), _clean(event.entity_id), _clean(event.state_id)
-        if tenant is None or entity is None or state is None or event.event_time is None:
-            continue
-        if event.event_time > event.ingested_at + event_clock_skew:
-            continue
         key = (tenant, entity, state, event.event_time)
         if key not in earliest or event.ingested_at < earliest[key]:
             earliest[key] = event.ingested_at

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.reference import ClosedStay, DayInState, Event, OpenStay, recompute, time_in_state_per_day
+from tests.reference import ClosedStay, DayInState, Event, OpenStay, is_rejected, recompute, time_in_state_per_day
 
 from .dbt_harness import DbtProject
 
@@ -121,10 +121,14 @@ def assert_batches_reconcile(project: DbtProject, landed: list[Event]) -> None:
     distinct_valid = {
         (e.tenant_id.strip(" "), e.entity_id.strip(" "), e.state_id.strip(" "), e.event_time)
         for e in landed
-        if e.event_time and all((value or "").strip(" ") for value in (e.tenant_id, e.entity_id, e.state_id))
+        if not is_rejected(e)
     }
     assert sum(r["rows_applied"] for r in rows) == len(distinct_valid) - len(reference.late)
     assert sum(r["rows_late"] for r in rows) >= len(reference.late)
+    # every row that cannot be applied is in the quarantine once, and counted with its batch
+    rejected = sum(1 for e in landed if is_rejected(e))
+    quarantined = project.query(f"select count(*) as n from {project.schema}.events_rejected")[0]["n"]
+    assert (sum(r["rows_rejected"] for r in rows), quarantined) == (rejected, rejected)
 
 
 def assert_daily_matches_reference(
