@@ -74,7 +74,8 @@
     column that is null in every row of a file is taken as missing: rejecting each row would hide a broken producer
     behind a pile of quarantined rows. A file whose `ingested_at` is later than its modification time plus the
     allowed clock skew breaks what lets runs skip old files unread (landing_files_since): a later file like it could
-    be skipped, so the first one seen stops the run. -#}
+    be skipped, so the first one seen stops the run. The same scan finds whether the window has rows the quarantine
+    keeps, for landed_window_has_rejected_rows. -#}
 {% macro assert_landing_files_complete(low, high) %}
     {#- a table input has no files; landing_high_watermark has checked that its columns are there. A window with
         nothing new has no file to check, and the query would still cost a Spark job. -#}
@@ -89,6 +90,13 @@
     {%- endif -%}
     {%- set required = ['tenant_id', 'entity_id', 'state_id', 'event_time'] -%}
     {%- set skew_micros = entity_state.landing_clock_skew_micros() -%}
+    {#- one row per file that breaks the contract, then per file with rows the staging view gives a reject_reason
+        (the same expression on the same columns): 20 at most, so a file of the second kind is there when no more
+        than 19 break the contract, and when more do the run stops anyway -#}
+    {%- set breaks_contract -%}
+        (least({% for column in required %}{{ column }}_values{{ ', ' if not loop.last }}{% endfor %}) = 0
+            or is_stamped_after_file)
+    {%- endset -%}
     {%- set query -%}
         select
             _metadata.file_name as file_name,
@@ -96,6 +104,10 @@
             count({{ 'coalesce(cast(event_time as string), event_time_text)' if column == 'event_time' else column }})
                 as {{ column }}_values,
             {%- endfor %}
+            count({{ entity_state.reject_reason(
+                'tenant_id', 'entity_id', 'state_id', 'event_time', 'event_time_text',
+                entity_state.input_column('ingested_at')
+            ) | indent(12) }}) as rows_rejected,
             max(ingested_at) as last_ingested_at,
             max(_metadata.file_modification_time) as file_modified_at,
             coalesce(
@@ -107,14 +119,13 @@
             low, high, entity_state.input_column('ingested_at'), '_metadata.file_modification_time'
         ) }}
         group by _metadata.file_name
-        having
-            least({% for column in required %}{{ column }}_values{{ ', ' if not loop.last }}{% endfor %}) = 0
-            or is_stamped_after_file
-        order by file_name
+        having {{ breaks_contract }} or rows_rejected > 0
+        order by {{ breaks_contract }} desc, file_name
         limit 20
     {%- endset -%}
+    {%- set rows = run_query(query).rows -%}
     {%- set problems = [] -%}
-    {%- for row in run_query(query).rows -%}
+    {%- for row in rows -%}
         {%- for column in required if row[column ~ '_values'] == 0 -%}
             {%- do problems.append("landing file '" ~ row['file_name'] ~ "': column " ~ column
                 ~ " is missing (null in every row)") -%}
@@ -132,6 +143,14 @@
             ~ ", fix it (or land it again with `entity-state load`, which checks it), then rerun."
         ) }}
     {%- endif -%}
-    {%- do checked.update({key: true}) -%}
+    {%- do checked.update({key: {'has_rejected_rows': rows | selectattr('rows_rejected') | list | length > 0}}) -%}
     {{ return('') }}
+{% endmacro %}
+
+{#- Whether the window (`low`, `high`) has landed rows the quarantine keeps, as the check of its files in this
+    invocation found (assert_landing_files_complete), or none when that check did not look at this window (an events
+    table as input, a window with nothing new, another window). -#}
+{% macro landed_window_has_rejected_rows(low, high) %}
+    {%- set checked = entity_state.run_memo('checked_landing_windows').get(low ~ '-' ~ high) -%}
+    {{ return(checked.get('has_rejected_rows') if checked is mapping else none) }}
 {% endmacro %}

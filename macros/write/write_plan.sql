@@ -8,8 +8,8 @@
       metastore write with nothing to say.
     - `partition`: the partition a model written with `insert_new_partition` adds (see insert_new_partition_sql).
     - `rebuild`: why the table is built aside and swapped in, as a full refresh does, instead of written to.
-    - `is_window_empty`: true when the model's window holds nothing new; the materialization then writes nothing
-      (no statement, no empty partition) and only the post-hooks run.
+    - `is_window_empty`: true when the model's window holds nothing new for it (for the quarantine: no row to keep);
+      the materialization then writes nothing (no statement, no empty partition) and only the post-hooks run.
     - `followed_build`: for a table that follows another's writes, the build of that table its rows start from
       (table_created_at), recorded by record_watermark; given when the table is built.
     - `first_window`: for a table written one partition per window, when it is built: the window's end, recorded by

@@ -20,6 +20,8 @@ WATERMARKED = (*PARTITIONED, "entity_state_current", "entity_state_daily_counted
 # the tables written one partition per window, whose emitted watermark a run reads from their rows only when a write
 # was not recorded (emitted_watermark)
 EMITTING = (*PARTITIONED, "entity_state_changes")
+# the check of a window's landed files (assert_landing_files_complete)
+FILES_CHECK = r"select\s+_metadata\.file_name"
 
 
 def _definitions(project) -> dict[str, str | None]:
@@ -64,7 +66,7 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
         failing_statement(
             rf"(alter table \S*\.({watermarked}) set tblproperties|create table \S*entity_state_daily_counted"
             rf"|select unix_micros\(max\(\w+\)\) from \S*\.({emitting})\b|show partitions \S*entity_state_current"
-            r"|select\s+_metadata\.file_name|drop table if exists \S*landing_events|show (tables|schemas)\b"
+            rf"|{FILES_CHECK}|drop table if exists \S*landing_events|show (tables|schemas)\b"
             r"|describe table extended \S*entity_state_segments\b)"
         ) as writes,
     ):
@@ -91,21 +93,26 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     stale = project.query(f"select count(*) as n from {project.schema}.entity_state_view where is_stale")
     assert stale[0]["n"] == 2, "the replaced view does not count the silent entities as stale"
 
-    # a batch is written with one `describe` of each state table: the columns its schema check reads; the current
-    # table takes its open stays from the walk segments wrote, and walks nothing again
+    # a batch is written with one `describe` of each state table it writes to: the columns its schema check reads;
+    # the current table takes its open stays from the walk segments wrote, and walks nothing again. The quarantine,
+    # with no rejected row in the window (counted by the files check), writes nothing and adds no partition
     project.land_moves(landed, T0, ARRIVAL.replace(hour=1), [("e-1", "C", 9), ("e-3", "X", 2)])
+    partitions = _partitions(project)
     with statements_sent() as sent:
         project.dbt("run")
     for table in (*EMITTING, "entity_state_current"):
         described = [sql for sql in sent if re.search(rf"describe (table )?extended \S*\.{table}\s*$", sql.strip())]
-        assert len(described) == 1, (table, described)
+        assert len(described) == (0 if table == "events_rejected" else 1), (table, described)
+    assert not [sql for sql in sent if re.search(r"insert into table \S*\.events_rejected\b", sql)]
+    added = {table: count - partitions[table] for table, count in _partitions(project).items()}
+    assert added == {"entity_state_segments": 1, "events_rejected": 0, "entity_state_batches": 1}, added
     _assert_reads_segments_walk(_current_write(sent))
     # a table's properties are asked of the catalog once its model wrote them, by the first model that reads them
     # after that (the current table's by the time-in-state table), and by no other. The window's files are checked
     # once.
     written_then_read = ("entity_state_segments", "events_rejected", "entity_state_batches", "entity_state_current")
     assert _properties_read(sent) == dict.fromkeys(written_then_read, 1)
-    assert len([sql for sql in sent if re.search(r"select\s+_metadata\.file_name", sql)]) == 1
+    assert len([sql for sql in sent if re.search(FILES_CHECK, sql)]) == 1
     assert_matches_reference(project, landed)
 
     # a new batch is written as before; --full-refresh replaces every view, and the current table, built again from
