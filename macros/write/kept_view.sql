@@ -6,7 +6,7 @@
     when it is created and read back from the relation dbt already listed at the start of the run, so keeping a
     view costs no statement. A view is recreated when that digest differs or is missing, when it is not a view,
     and on --full-refresh. Under `--empty`, where dbt puts an empty query in place of each ref and source, an
-    existing view is checked instead, by planning its query with `limit 0` and holding it to an enforced contract,
+    existing view is checked instead, by planning its query on no rows and holding it to an enforced contract,
     and kept (its hooks run, as for a view kept unchanged): recreated from those empty queries it would show no rows
     until the next run. Users' own views keep dbt's materialization. -#}
 {% materialization kept_view, adapter='spark', supported_languages=['sql'] -%}

@@ -51,9 +51,9 @@
   {%- endif -%}
 
   {#-- entity_state: `--empty` reads no rows of any ref or source. An existing table is then only checked: its query
-       is planned with `limit 0`, and its columns are held to the contract and to the table's (a build checks the
-       first, an incremental write the second): nothing is written, no hook runs and no property changes, with
-       --full-refresh too, which would otherwise replace the state with an empty table. A missing table is built as
+       is planned on no rows (_check_query_without_rows), and its columns are held to the contract and to the
+       table's (a build checks the first, an incremental write the second): nothing is written, no hook runs and no
+       property changes, with --full-refresh too, which would otherwise replace the state with an empty table. A missing table is built as
        dbt builds one, empty, only where no other state table exists from before this run
        (_assert_no_state_under_empty). --#}
   {%- if flags.EMPTY and existing_relation is not none and not existing_relation.is_view -%}
