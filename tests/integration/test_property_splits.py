@@ -107,8 +107,12 @@ def test_any_split_and_run_order_equals_the_full_recompute(project, raw, repeate
     project.reset()
     project.threads = threads
     raw = raw + [(*raw[index][:4], batch) for index, batch in repeated if index < len(raw)]
-    raw = raw + [(*REJECTED_ROWS[index], batch) for index, batch in rejected]
-    run_example(project, raw, steps, STALE_AFTER if stale else None)
+    run_example(project, with_rejected_rows(raw, rejected), steps, STALE_AFTER if stale else None)
+
+
+def with_rejected_rows(raw, rejected):
+    """The drawn events and the drawn rows the quarantine keeps, each in its batch."""
+    return raw + [(*REJECTED_ROWS[index], batch) for index, batch in rejected]
 
 
 def run_example(project, raw, steps, stale_after: timedelta | None = None) -> None:
