@@ -216,7 +216,8 @@
         {{ return('') }}
     {%- endif -%}
     {%- set plan = entity_state.read_write_plan(model.compiled_code) -%}
-    {%- if plan.get('is_window_empty') or plan.get('rebuild') is not none or not entity_state.has_stored_state() -%}
+    {%- if plan.get('is_window_empty') or plan.get('writes_no_rows') or plan.get('rebuild') is not none
+        or not entity_state.has_stored_state() -%}
         {{ return('') }}
     {%- endif -%}
     {%- if plan.get('watermark') is none -%}

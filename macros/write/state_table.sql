@@ -12,7 +12,7 @@
     builds is repaired by a plain rerun too. It also accepts the strategy `insert_new_partition` (see
     macros/write/write_strategy.sql), follows the model's write plan (write_plan: a table is rebuilt as a full refresh
     does when the plan says `rebuild`, and nothing is written to an existing table when it says
-    `is_window_empty`), forgets what the run memo holds of the table's properties when it builds the table anew
+    `is_window_empty`, or `writes_no_rows` after checking the table's columns), forgets what the run memo holds of the table's properties when it builds the table anew
     and after hooks that changed them (forget_table_properties), sets dbt-spark's partition overwrite mode only
     before the write it serves (so an empty window sends no statement for it), and words on_schema_change='fail'
     for state tables (fail_on_state_schema_change), which, with an enforced contract, then write from the model's
@@ -117,6 +117,15 @@
     {#-- entity_state: nothing new in the window, so no write: an empty statement would still plan the model's
          query twice and add an empty partition --#}
     {% do store_raw_result('main', message='SKIP (nothing new in the window)', code='SKIP', rows_affected=0) %}
+  {%- elif plan.get('writes_no_rows') -%}
+    {#-- entity_state: something new, but no row of this table: no write either, but the table's columns are held
+         to the model's as a write would hold them, so a changed model fails now, not at its next write --#}
+    {%- if on_schema_change == 'fail' and model['contract']['enforced'] -%}
+      {%- do entity_state.fail_on_state_schema_change(
+          existing_relation, adapter.get_columns_in_relation(existing_relation)
+      ) -%}
+    {%- endif -%}
+    {% do store_raw_result('main', message='SKIP (no row to write in the window)', code='SKIP', rows_affected=0) %}
   {%- else -%}
     {#-- entity_state: with on_schema_change='fail' and an enforced contract, the model's columns are the ones its
          yml declares (the contract holds its query to them whenever the table is built), so they are compared with

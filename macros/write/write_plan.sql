@@ -8,8 +8,11 @@
       metastore write with nothing to say.
     - `partition`: the partition a model written with `insert_new_partition` adds (see insert_new_partition_sql).
     - `rebuild`: why the table is built aside and swapped in, as a full refresh does, instead of written to.
-    - `is_window_empty`: true when the model's window holds nothing new for it (for the quarantine: no row to keep);
-      the materialization then writes nothing (no statement, no empty partition) and only the post-hooks run.
+    - `is_window_empty`: true when the model's window holds nothing new; the materialization then writes nothing
+      (no statement, no empty partition) and only the post-hooks run.
+    - `writes_no_rows`: true when the window holds something new but no row of this table (the quarantine's window
+      without a row to keep); the materialization then writes nothing either, but still holds the table's columns
+      to the model's (fail_on_state_schema_change), so a changed model fails at the first run after the change.
     - `followed_build`: for a table that follows another's writes, the build of that table its rows start from
       (table_created_at), recorded by record_watermark; given when the table is built.
     - `first_window`: for a table written one partition per window, when it is built: the window's end, recorded by
@@ -21,7 +24,7 @@
       (walked_window_property) for a table of the same window to read its open stays from. -#}
 {% macro write_plan(
     watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none, followed_build=none,
-    repair_history=none, first_window=none, walked_window=none
+    repair_history=none, first_window=none, walked_window=none, writes_no_rows=false
 ) %}
     {%- set plan = {} -%}
     {%- set is_recorded = watermark is not none and recorded_watermark is not none
@@ -30,6 +33,7 @@
     {%- if partition is not none -%}{%- do plan.update({'partition': partition}) -%}{%- endif -%}
     {%- if rebuild is not none -%}{%- do plan.update({'rebuild': rebuild}) -%}{%- endif -%}
     {%- if is_window_empty -%}{%- do plan.update({'is_window_empty': true}) -%}{%- endif -%}
+    {%- if writes_no_rows -%}{%- do plan.update({'writes_no_rows': true}) -%}{%- endif -%}
     {%- if followed_build is not none -%}{%- do plan.update({'followed_build': followed_build}) -%}{%- endif -%}
     {%- if first_window is not none -%}{%- do plan.update({'first_window': first_window | int}) -%}{%- endif -%}
     {%- if repair_history is not none -%}{%- do plan.update({'repair_history': repair_history}) -%}{%- endif -%}

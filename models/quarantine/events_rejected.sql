@@ -12,11 +12,12 @@
 {#- Landed rows that cannot be applied, with the reason; one partition per run window that has some, like
     entity_state_segments (its window: yml meta `state_window`, macro state_window). A window whose landed rows can
     all be applied, as the check of its files found (landed_window_has_rejected_rows), writes nothing: its write
-    would cost Spark jobs and add an empty partition; the watermark is recorded all the same. -#}
+    would cost Spark jobs and add an empty partition; its columns are checked and its watermark is recorded all the
+    same. An events table as input has no files check, so there the quarantine adds a partition every run. -#}
 {%- set window = entity_state.state_window() -%}
 {%- if window.plan.rebuild is none and entity_state.has_stored_state()
     and entity_state.landed_window_has_rejected_rows(window.low, window.high) == false -%}
-    {%- do window.plan.update({'is_window_empty': true}) -%}
+    {%- do window.plan.update({'writes_no_rows': true}) -%}
 {%- endif %}
 {{ entity_state.write_plan(**window.plan) }}
 

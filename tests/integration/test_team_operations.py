@@ -133,20 +133,24 @@ def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_
     arrival = _now() - timedelta(hours=1)
     project.land_moves(landed, arrival - timedelta(hours=1), arrival, [("e-1", "A", 0), ("e-1", "B", 4)])
     project.dbt("run")
-    project.execute(f"alter table {project.schema}.entity_state_segments add columns (note string)")
+    changed = ("entity_state_segments", "events_rejected")
+    for table in changed:
+        project.execute(f"alter table {project.schema}.{table} add columns (note string)")
     project.land_moves(landed, arrival - timedelta(hours=1), arrival + timedelta(minutes=1), [("e-1", "C", 6)])
 
-    # `--empty`, which checks a state table without writing it, finds the change too
+    # `--empty`, which checks a state table without writing it, finds the change too; so does the quarantine, which
+    # has no row to write in this window
     for run in (("run", "--empty"), ("run",)):
         result = project.dbt(*run, expect_success=False)
         errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
-        assert set(errors) == {"entity_state_segments"}, (run, errors)
-        message = errors["entity_state_segments"]
-        assert "no longer match its model" in message and "Only in the table: note string" in message, message
-        assert "dbt run --full-refresh -s entity_state_segments" in message, message
+        assert set(errors) == set(changed), (run, errors)
+        for table in changed:
+            message = errors[table]
+            assert "no longer match its model" in message and "Only in the table: note string" in message, message
+            assert f"dbt run --full-refresh -s {table}" in message, message
 
     # the way out the message gives
-    project.dbt("run", "--full-refresh", "-s", "entity_state_segments")
+    project.dbt("run", "--full-refresh", "-s", *changed)
     project.dbt("run")
     assert_matches_reference(project, landed)
 
