@@ -105,18 +105,22 @@
 {% endmacro %}
 
 {#- What the checks read from a table's `show table extended` text: its kind, location, columns, and whether it
-    carries this project's table property or purges its files when dropped. -#}
+    carries this project's table property or purges its files when dropped. Both read as what keeps the table from
+    being dropped when its properties do not parse cleanly: the property only as exactly true, the purge as anything
+    but false (a line that does not parse, or a value that took in a pair the parser could not split, counts as
+    purging). -#}
 {% macro _landing_table_facts(information) %}
     {%- set re = modules.re -%}
     {%- set kind = re.search('(?m)^Type: *(.*?) *$', information) -%}
     {%- set location = re.search('(?m)^Location: *(.*?) *$', information) -%}
-    {%- set properties = entity_state._table_properties_in_listing(information) or {} -%}
+    {%- set listed = entity_state._table_properties_in_listing(information) -%}
+    {%- set properties = listed if listed is not none else {} -%}
     {{ return({
         'kind': kind.group(1) | upper if kind else 'UNKNOWN',
         'location': location.group(1) if location else '',
         'columns': re.findall('(?m)^ \\|-- ([^:]+): ([a-z]+)', information),
         'has_property': properties.get(entity_state._landing_table_property(), '') | lower == 'true',
-        'purges': properties.get('external.table.purge', '') | lower == 'true',
+        'purges': listed is none or properties.get('external.table.purge', 'false') | lower != 'false',
     }) }}
 {% endmacro %}
 
