@@ -108,7 +108,8 @@
     carries this project's table property or purges its files when dropped. Both read as what keeps the table from
     being dropped when its properties do not parse cleanly: the property only as exactly true, the purge as anything
     but false (a line that does not parse, or a value that took in a pair the parser could not split, counts as
-    purging). -#}
+    purging), or wherever the listing's text says it is true (a value that holds a second, later pair of that key
+    would otherwise win). -#}
 {% macro _landing_table_facts(information) %}
     {%- set re = modules.re -%}
     {%- set kind = re.search('(?m)^Type: *(.*?) *$', information) -%}
@@ -120,7 +121,8 @@
         'location': location.group(1) if location else '',
         'columns': re.findall('(?m)^ \\|-- ([^:]+): ([a-z]+)', information),
         'has_property': properties.get(entity_state._landing_table_property(), '') | lower == 'true',
-        'purges': listed is none or properties.get('external.table.purge', 'false') | lower != 'false',
+        'purges': listed is none or properties.get('external.table.purge', 'false') | lower != 'false'
+            or 'external.table.purge=true' in information | lower,
     }) }}
 {% endmacro %}
 

@@ -11,8 +11,9 @@
     - `is_window_empty`: true when the model's window holds nothing new; the materialization then writes nothing
       (no statement, no empty partition) and only the post-hooks run.
     - `writes_no_rows`: true when the window holds something new but no row of this table (the quarantine's window
-      without a row to keep); the materialization then writes nothing either, but still holds the table's columns
-      to the model's (fail_on_state_schema_change), so a changed model fails at the first run after the change.
+      without a row to keep); the materialization then writes nothing either, but for a table with
+      on_schema_change 'fail' and an enforced contract still holds its columns to the model's
+      (fail_on_state_schema_change), so a changed model fails at the first run after the change.
     - `followed_build`: for a table that follows another's writes, the build of that table its rows start from
       (table_created_at), recorded by record_watermark; given when the table is built.
     - `first_window`: for a table written one partition per window, when it is built: the window's end, recorded by

@@ -78,10 +78,11 @@ def test_the_landing_hook_never_drops_a_landing_events_it_did_not_create(
     if kind == "managed":
         project.execute(f"create table {table} using parquet as select 'mine' as owner")
     elif kind == "purging":
-        # over the configured landing folder even, but a drop would delete its files on a Hive 3 metastore
+        # over the configured landing folder even, but a drop would delete its files on a Hive 3 metastore. The key
+        # listed after the flag is one the listing's parser cannot split from the flag's value
         project.execute(
             f"create table {table} (owner string) using parquet location '{project.landing}' "
-            "tblproperties ('external.table.purge' = 'true')"
+            "tblproperties ('external.table.purge' = 'true', 'f:x' = '1')"
         )
         project.execute(f"insert into {table} select 'mine'")
     else:
