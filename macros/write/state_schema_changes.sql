@@ -37,3 +37,15 @@
         ) }}
     {%- endif -%}
 {% endmacro %}
+
+{#- The stored table's columns, checked against the model's as fail_on_state_schema_change does, when the model asks
+    for that check (on_schema_change='fail' and an enforced contract); none otherwise. One `describe`, whose columns a
+    write then lists in the table's order. -#}
+{% macro _checked_state_columns(existing_relation, on_schema_change) %}
+    {%- if on_schema_change != 'fail' or not model['contract']['enforced'] -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set stored_columns = adapter.get_columns_in_relation(existing_relation) -%}
+    {%- do entity_state.fail_on_state_schema_change(existing_relation, stored_columns) -%}
+    {{ return(stored_columns) }}
+{% endmacro %}

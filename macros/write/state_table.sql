@@ -54,16 +54,12 @@
   {#-- entity_state: `--empty` reads no rows of any ref or source. An existing table is then only checked: its query
        is planned on no rows (_check_query_without_rows), and its columns are held to the contract and to the
        table's (a build checks the first, an incremental write the second): nothing is written, no hook runs and no
-       property changes, with --full-refresh too, which would otherwise replace the state with an empty table. A missing table is built as
-       dbt builds one, empty, only where no other state table exists from before this run
+       property changes, with --full-refresh too, which would otherwise replace the state with an empty table. A
+       missing table is built as dbt builds one, empty, only where no other state table exists from before this run
        (_assert_no_state_under_empty). --#}
   {%- if flags.EMPTY and existing_relation is not none and not existing_relation.is_view -%}
     {%- do entity_state._check_query_without_rows() -%}
-    {%- if on_schema_change == 'fail' and model['contract']['enforced'] -%}
-      {%- do entity_state.fail_on_state_schema_change(
-          existing_relation, adapter.get_columns_in_relation(existing_relation)
-      ) -%}
-    {%- endif -%}
+    {%- do entity_state._checked_state_columns(existing_relation, on_schema_change) -%}
     {{ return({'relations': [target_relation]}) }}
   {%- elif flags.EMPTY -%}
     {%- do entity_state._assert_no_state_under_empty(existing_relation) -%}
@@ -121,11 +117,7 @@
   {%- elif plan.get('writes_no_rows') -%}
     {#-- entity_state: something new, but no row of this table: no write either, but the table's columns are held
          to the model's as a write would hold them, so a changed model fails now, not at its next write --#}
-    {%- if on_schema_change == 'fail' and model['contract']['enforced'] -%}
-      {%- do entity_state.fail_on_state_schema_change(
-          existing_relation, adapter.get_columns_in_relation(existing_relation)
-      ) -%}
-    {%- endif -%}
+    {%- do entity_state._checked_state_columns(existing_relation, on_schema_change) -%}
     {% do store_raw_result('main', message='SKIP (no row to write in the window)', code='SKIP', rows_affected=0) %}
   {%- else -%}
     {#-- entity_state: with on_schema_change='fail' and an enforced contract, the model's columns are the ones its
@@ -134,10 +126,8 @@
          dbt-spark's temporary view would make Spark analyse the query twice, once for the view and once for the
          write: 0.1-0.5 s per state model and run. The table's columns, read once for the check, also give the
          write its column list (dbt-spark's write would `describe` the table again). --#}
-    {%- set stored_columns = none -%}
-    {%- if on_schema_change == 'fail' and model['contract']['enforced'] -%}
-      {%- set stored_columns = adapter.get_columns_in_relation(existing_relation) -%}
-      {%- do entity_state.fail_on_state_schema_change(existing_relation, stored_columns) -%}
+    {%- set stored_columns = entity_state._checked_state_columns(existing_relation, on_schema_change) -%}
+    {%- if stored_columns is not none -%}
       {%- set rows_source -%}
 (
 {{ compiled_code }}
