@@ -65,7 +65,7 @@ def schema_dropped_after(project: DbtProject) -> Iterator[DbtProject]:
     ("kind", "refusal"),
     [
         ("managed", "a managed table"),
-        ("purging", "an external table with external.table.purge=true"),
+        ("purging", "an external table whose properties do not say external.table.purge=false"),
         ("view", "a view"),
     ],
 )
