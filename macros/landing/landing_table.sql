@@ -88,8 +88,8 @@
     {%- if kind == 'MANAGED' -%}
         {%- set what = 'a managed table (its files in ' ~ found_at ~ '): dropping it would delete its data' -%}
     {%- elif kind == 'EXTERNAL' and purges -%}
-        {%- set what = 'an external table whose properties do not say external.table.purge=false: dropping it '
-            ~ 'could delete its files in ' ~ found_at -%}
+        {%- set what = 'an external table that may delete its files in ' ~ found_at ~ ' when dropped (its '
+            ~ 'external.table.purge is not read as false)' -%}
     {%- elif kind == 'EXTERNAL' -%}
         {%- set what = 'an external table over ' ~ found_at ~ ' that this project did not create (its landing '
             ~ 'folder is ' ~ location ~ ')' -%}

@@ -12,12 +12,12 @@
     builds is repaired by a plain rerun too. It also accepts the strategy `insert_new_partition` (see
     macros/write/write_strategy.sql), follows the model's write plan (write_plan: a table is rebuilt as a full refresh
     does when the plan says `rebuild`, and nothing is written to an existing table when it says
-    `is_window_empty`, or `writes_no_rows` after checking the table's columns), forgets what the run memo holds of
-    the table's properties when it builds the table anew and after hooks that changed them
-    (forget_table_properties), sets dbt-spark's partition overwrite mode only
-    before the write it serves (so an empty window sends no statement for it), and words on_schema_change='fail'
-    for state tables (fail_on_state_schema_change), which, with an enforced contract, then write from the model's
-    query without dbt-spark's temporary view. Under `--empty` it only checks an existing table (its query planned,
+    `is_window_empty`, or `writes_no_rows` after checking the table's columns where the model asks for that check),
+    forgets what the run memo holds of the table's properties when it builds the table anew and after hooks that
+    changed them (forget_table_properties), sets dbt-spark's partition overwrite mode only before the write it serves
+    (so an empty window sends no statement for it), and words on_schema_change='fail' for state tables
+    (fail_on_state_schema_change), which, with an enforced contract, then write from the model's query without
+    dbt-spark's temporary view. Under `--empty` it only checks an existing table (its query planned,
     its columns), and builds a missing one only where no other state table exists from before the run. Keep the
     rest in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}

@@ -65,7 +65,7 @@ def schema_dropped_after(project: DbtProject) -> Iterator[DbtProject]:
     ("kind", "refusal"),
     [
         ("managed", "a managed table"),
-        ("purging", "an external table whose properties do not say external.table.purge=false"),
+        ("purging", "an external table that may delete its files in"),
         ("view", "a view"),
     ],
 )
