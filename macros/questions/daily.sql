@@ -13,7 +13,7 @@
     Every day is recomputed on a first run, a full refresh, a changed `entity_state__stale_after`, a table without
     the watermark (a run stopped before recording it), and when the current table is behind what this table counted. -#}
 {% macro daily_recompute_plan() %}
-    {%- set current_relation = entity_state.state_relation('entity_state_current') -%}
+    {%- set current_relation = entity_state.state_relation('entity_state_current_log') -%}
     {%- set through = entity_state.read_watermark(current_relation) -%}
     {%- set plan = {'recompute_from': none, 'watermark': through, 'is_counted': false} -%}
     {%- if not entity_state.has_stored_state() or through is none -%}
@@ -51,7 +51,7 @@
         touched_stays as (
             {%- if stale_after %}
             select min(current_stays.start_time) as first_start_time
-            from {{ current_relation }} as current_stays
+            from {{ entity_state.newest_logged_rows(current_relation, through) }} as current_stays
             left semi join window_events
                 on current_stays.tenant_id = window_events.tenant_id
                 and current_stays.entity_id = window_events.entity_id

@@ -201,7 +201,7 @@ final as (
         seed_rows.watermark_ingested_at,
         window_entities.first_event_time as first_late_event_time
     from window_entities
-    left join {{ window.seed }} as seed_rows
+    left join {{ window.seed_rows }} as seed_rows
         on window_entities.tenant_id = seed_rows.tenant_id
         and window_entities.entity_id = seed_rows.entity_id
     where window_entities.first_event_time < seed_rows.last_event_ts

@@ -1,6 +1,6 @@
 {#- Resolves another model's relation without `ref`, so no DAG edge is added. `entity_state_segments` needs the
-    current table as the seed of its walk while `entity_state_current` depends on segments; a `ref` both ways would
-    be a cycle. Returns none when the table does not exist yet. -#}
+    log of open stays as the seed of its walk while `entity_state_current_log` depends on segments; a `ref` both ways
+    would be a cycle. Returns none when the table does not exist yet. -#}
 {% macro state_relation(model_name) %}
     {%- if not execute -%}
         {{ return(none) }}

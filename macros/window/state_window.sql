@@ -1,7 +1,9 @@
 {#- A state table's window: what one run of the model reads and writes, decided once while it compiles, from what the
     model declares in its yml under `config.meta.state_window` (see _declared_window for the keys). Returns a dict:
-    - `seed`: the relation whose stored open stays seed the walk, or none (first build, full refresh, rebuild, the
-      seed table not built yet, or no seed declared);
+    - `seed`: the state table whose stored open stays seed the walk, or none (first build, full refresh, a rebuild
+      that follows a table built anew, the seed table not built yet, or no seed declared);
+    - `seed_rows`: with a seed, its open stays as the walk reads them, one row per entity (SQL to select from): each
+      entity's newest row written for a window that ended at or before `low` (newest_logged_rows);
     - `low`: where the events the run reads start, exclusive (epoch microseconds, none = from the first): the seed's
       watermark, or `start` for a table without a seed;
     - `start`: what the table holds already: for a table written one partition per window, how far it has emitted
@@ -14,11 +16,12 @@
       the whole walk of this same window and seed, or none (_recorded_walked_partition);
     - `plan`: the arguments of write_plan: the watermark to record (the window's end, never below `start`), the
       partition to add (tables written one partition per window) and, when such a table is built, its window's end
-      as the first one, why the table is rebuilt, if it is, and whether the window holds nothing new. -#}
+      as the first one, why the table is rebuilt, if it is, whether the window holds nothing new, and for a
+      `compacted_log`, how many windows it will hold since it was built. -#}
 {% macro state_window() %}
     {%- set window = {
-        'seed': none, 'low': none, 'start': none, 'high': none, 'repair_history': none, 'walked_partition': none,
-        'plan': {},
+        'seed': none, 'seed_rows': none, 'low': none, 'start': none, 'high': none, 'repair_history': none,
+        'walked_partition': none, 'plan': {},
     } -%}
     {#- parsing: a model's yml is applied after its SQL is parsed, so its declaration is not there yet -#}
     {%- if not execute -%}
@@ -30,7 +33,6 @@
     {%- set properties = entity_state.table_properties(this) if is_stored else {} -%}
     {%- set recorded = entity_state._recorded_watermark(properties) -%}
     {%- set rebuild = none -%}
-    {%- set is_waiting = false -%}
 
     {#- a table that follows another's writes starts again when that table was built anew: the writes it followed
         are gone -#}
@@ -45,26 +47,10 @@
         ) -%}
     {%- endif -%}
 
-    {#- the seed: a seed that lost rows makes its own table rebuild and every other table wait -#}
     {%- if is_stored and declared.seed is not none -%}
         {%- set seed = this if declared.seed == 'this' else entity_state.state_relation(declared.seed) -%}
         {%- set seed_properties = properties if declared.seed == 'this'
             else entity_state.table_properties(seed) -%}
-        {%- set lost_buckets = entity_state.lost_current_buckets(seed, seed_properties) -%}
-        {%- if lost_buckets and declared.seed == 'this' -%}
-            {%- set rebuild = 'buckets ' ~ lost_buckets | join(', ') ~ ' lost rows' -%}
-            {%- set seed = none -%}
-            {%- do log(
-                this ~ ': the rows of buckets ' ~ lost_buckets | join(', ') ~ ' are gone (a run was killed while Spark '
-                ~ 'replaced them); rebuilding the table from the landed events', info=true
-            ) -%}
-        {%- elif lost_buckets -%}
-            {%- set is_waiting = true -%}
-            {%- do log(
-                this ~ ' waits: ' ~ seed ~ ' lost the rows of buckets ' ~ lost_buckets | join(', ')
-                ~ '; its next run (a plain dbt run) rebuilds it', info=true
-            ) -%}
-        {%- endif -%}
         {%- do window.update({'seed': seed}) -%}
     {%- endif -%}
 
@@ -76,12 +62,13 @@
         {%- do window.update({'low': window.start}) -%}
     {%- elif window.seed is not none -%}
         {%- do window.update({'low': entity_state._recorded_watermark(seed_properties)}) -%}
+        {%- do window.update({'seed_rows': entity_state.newest_logged_rows(window.seed, through=window.low)}) -%}
     {%- endif -%}
 
     {#- the end: the least of the bounds; a bound not there yet (nothing landed, a table not built or not written)
         makes the window wait, except a table declared `once_built` while it does not exist -#}
     {%- set bounds = [] -%}
-    {%- for bound in declared.may_not_pass if not is_waiting -%}
+    {%- for bound in declared.may_not_pass -%}
         {%- if bound.table == 'landing' -%}
             {%- set landed_through = entity_state.landing_high_watermark(files_since=window.low) -%}
             {%- do entity_state.assert_landing_files_complete(window.low, landed_through) -%}
@@ -97,7 +84,19 @@
             {%- endif -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- do window.update({'high': none if is_waiting or not bounds or none in bounds else bounds | min}) -%}
+    {%- do window.update({'high': none if not bounds or none in bounds else bounds | min}) -%}
+    {%- set is_window_empty = is_stored and rebuild is none
+        and entity_state.is_window_empty(window.start, window.high) -%}
+
+    {#- a log of rows per entity (`compacted_log`) is written whole again, from its newest rows and the window's, once
+        it holds entity_state__compact_after_windows windows since it was built: its readers take each entity's
+        newest row, which costs more with every window it holds -#}
+    {%- set windows_since_build = properties.get(entity_state.windows_since_build_property()) -%}
+    {%- if declared.compacted_log and is_stored and rebuild is none and not is_window_empty
+        and windows_since_build is not none
+        and windows_since_build | int >= entity_state._compact_after_windows() -%}
+        {%- set rebuild = 'compacting the log after ' ~ windows_since_build ~ ' windows' -%}
+    {%- endif -%}
 
     {%- set known = [window.start, window.high] | reject('none') | list -%}
     {%- set watermark = known | max if known else none -%}
@@ -143,14 +142,29 @@
         'watermark': watermark,
         'partition': partition,
         'rebuild': rebuild,
-        'is_window_empty': is_stored and rebuild is none and entity_state.is_window_empty(window.start, window.high),
+        'is_window_empty': is_window_empty,
         'recorded_watermark': recorded,
         'followed_build': followed_build if is_built else none,
         'repair_history': repair_history_record,
         'walked_window': walked_window_record,
         'first_window': watermark if declared.emitted_column and is_built else none,
+        'windows_since_build': none if not declared.compacted_log or is_window_empty
+            else 1 if is_built else (windows_since_build or 0) | int + 1,
     }}) -%}
     {{ return(window) }}
+{% endmacro %}
+
+{#- How many windows a `compacted_log` holds before a run writes it whole again: the var
+    entity_state__compact_after_windows, a positive integer. -#}
+{% macro _compact_after_windows() %}
+    {%- set windows = entity_state.setting('compact_after_windows') -%}
+    {%- if windows is not number or windows < 1 -%}
+        {{ exceptions.raise_compiler_error(
+            "var entity_state__compact_after_windows must be a positive integer (how many windows "
+            ~ "entity_state_current_log holds before a run compacts it), got " ~ windows
+        ) }}
+    {%- endif -%}
+    {{ return(windows | int) }}
 {% endmacro %}
 
 {#- The bound of a repair's read that a table (its `properties`, table_properties) recorded for the same window and
@@ -203,7 +217,10 @@
       table: when it is built anew (a full refresh), the writes followed so far are gone, so this table is rebuilt
       from the new ones;
     - `closed_stays`: for a table whose walk repairs late events, the state table holding the closed stays (`this`
-      for its own), whose standing stays bound how far back a repair reads (repair_history_bound). -#}
+      for its own), whose standing stays bound how far back a repair reads (repair_history_bound);
+    - `compacted_log`: true for a table written one partition per window that holds each entity's rows as of the
+      windows that touched it, whose readers take each entity's newest row (newest_logged_rows): it is written whole
+      again once it holds `entity_state__compact_after_windows` windows. -#}
 {% macro _declared_window(node) %}
     {%- set declared = (node.config.meta or {}).get('state_window') -%}
     {%- if declared is not mapping -%}
@@ -212,7 +229,7 @@
             ~ "with may_not_pass (and seed, emitted_column where they apply): see macros/window/state_window.sql"
         ) }}
     {%- endif -%}
-    {%- set known = ['seed', 'may_not_pass', 'emitted_column', 'follows', 'closed_stays'] -%}
+    {%- set known = ['seed', 'may_not_pass', 'emitted_column', 'follows', 'closed_stays', 'compacted_log'] -%}
     {%- set unknown = declared.keys() | reject('in', known) | list -%}
     {%- if unknown or not declared.get('may_not_pass') -%}
         {{ exceptions.raise_compiler_error(
@@ -237,6 +254,7 @@
         'emitted_column': declared.get('emitted_column'),
         'follows': declared.get('follows'),
         'closed_stays': declared.get('closed_stays'),
+        'compacted_log': declared.get('compacted_log', false),
     }) }}
 {% endmacro %}
 

@@ -120,6 +120,12 @@
     {{ return('entity_state.first_window_micros') }}
 {% endmacro %}
 
+{#- Name of the table property where a `compacted_log` (state_window) records how many windows it holds since it was
+    built: state_window compacts it when they reach entity_state__compact_after_windows. -#}
+{% macro windows_since_build_property() %}
+    {{ return('entity_state.windows_since_build') }}
+{% endmacro %}
+
 {#- When a table was created, as the metastore says (text), or none: a full refresh or a rebuild creates the table
     anew, so this tells one build of a state table from the next. A relation from dbt's relation cache carries the
     `show table extended` text it was listed with when the invocation started, which has the same line; a table
@@ -143,7 +149,7 @@
     for a table that follows another's writes, which build of that table it followed, for a table written one
     partition per window and just built, the window the build ended at, and for a table that holds its own closed
     stays, the bound of its window's repair read and, when its partition holds the window's whole walk, that
-    window. -#}
+    window, and for a `compacted_log`, how many windows it holds since it was built. -#}
 {% macro record_watermark() %}
     {%- if not execute -%}
         {{ return('') }}
@@ -163,6 +169,11 @@
     {%- if plan.get('repair_history') is not none -%}
         {%- do properties.append(
             "'" ~ entity_state.repair_history_property() ~ "' = '" ~ tojson(plan.repair_history, sort_keys=true) ~ "'"
+        ) -%}
+    {%- endif -%}
+    {%- if plan.get('windows_since_build') is not none -%}
+        {%- do properties.append(
+            "'" ~ entity_state.windows_since_build_property() ~ "' = '" ~ plan.windows_since_build ~ "'"
         ) -%}
     {%- endif -%}
     {%- if plan.get('walked_window') is not none -%}

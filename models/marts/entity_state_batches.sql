@@ -62,7 +62,7 @@ seed as (
         last_event_ts,
         states_at_last_event_ts,
         watermark_ingested_at
-    from {{ window.seed }}
+    from {{ window.seed_rows }} as stored_rows
 ),
 {%- endif %}
 

@@ -1,51 +1,9 @@
-{{
-    config(
-        materialized='state_table',
-        incremental_strategy=entity_state.state_write_strategy('replace_partitions'),
-        partition_by=['entity_bucket'],
-        pre_hook=["{{ entity_state.record_write_intent() }}"],
-        post_hook=["{{ entity_state.record_watermark() }}"],
-        on_schema_change='fail',
-    )
-}}
+{{ config(materialized='kept_view') }}
 
--- depends_on: {{ ref('entity_state_segments') }}
--- depends_on: {{ ref('entity_state_batches') }}
-{#- One row per entity: its open stay (its window: yml meta `state_window`, macro state_window). It never moves past
-    what segments has emitted, which seeds its next walk from the rows stored here, nor past what the batch counts
-    have counted. Only the hash buckets the window touches are rewritten; a bucket that lost rows (a run killed while
-    Spark replaced it, see lost_current_buckets; its write intent, set before the write, tells) makes the run rebuild
-    the table from the landed events. -#}
-{%- set window = entity_state.state_window() -%}
-{#- when segments wrote this window's walk whole, from these stored rows or, on a first build or a full refresh, from
-    every landed event (the usual run: segments, then current, over the same window), each open stay follows from the
-    closed stays there, and nothing is walked again, neither the window nor a repair's history; any other window
-    (after some --select runs, or a segments write that stopped) is walked here -#}
-{%- set reads_walk = window.get('walked_partition') is not none -%}
-{#- a window with no event that can be late (the usual one) is walked without the repair, and reads no history -#}
-{%- set may_have_late_events = entity_state.may_have_late_events(window) -%}
-{%- set reads_history = window.seed is not none and may_have_late_events and not reads_walk -%}
-{%- set seed_cte = 'stored' if window.seed is not none else none -%}
-{{ entity_state.write_plan(**window.plan) }}
-
+{#- One row per entity: its newest row in the log of open stays (macro newest_logged_rows). -#}
 with
 
--- repeated rows left in (both the walk and the open stays read from segments' walk aggregate them), spread by entity
--- once for the aggregations and windows over each entity that follow
-events as (
-    {{ entity_state.applicable_events(
-        entity_state.landed_window_predicate(window.low, window.high), each_row_once=false, spread_by_entity=true
-    ) }}
-),
-
-{%- if window.seed is not none %}
-
-touched_buckets as (
-    select distinct {{ entity_state.entity_bucket() }} as entity_bucket
-    from events
-),
-
-stored as (
+current_stays as (
     select
         tenant_id,
         entity_id,
@@ -54,90 +12,7 @@ stored as (
         last_event_ts,
         states_at_last_event_ts,
         watermark_ingested_at
-    from {{ window.seed }}
-    where entity_bucket in (select touched_buckets.entity_bucket from touched_buckets)
-),
-{%- endif %}
-
-{%- if reads_history %}
-
-history as (
-    {{ entity_state.applicable_events(entity_state.repair_history_predicate(window), each_row_once=false) }}
-),
-{%- endif %}
-
-stays as (
-    {{ entity_state.open_stays_from_walked(
-        'events',
-        seed_cte,
-        ref('entity_state_segments'),
-        window.walked_partition,
-    ) if reads_walk else entity_state.entity_state_islands(
-        'events',
-        seed_cte,
-        'history' if reads_history else none,
-        may_have_late_events=may_have_late_events,
-    ) }}
-),
-
-open_stays as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        start_time,
-        last_event_ts,
-        states_at_last_event_ts
-    from stays
-    where is_open
-),
-
-{%- if window.seed is not none %}
-
--- an entity in a rewritten bucket that the window did not advance keeps its stored stay. One union ranked per entity
--- rather than an anti join with the walk's stays, so the walk is planned once
-ranked_stays as (
-    select
-        *,
-        row_number() over (partition by tenant_id, entity_id order by is_walked desc) as entity_rank
-    from (
-        select
-            tenant_id,
-            entity_id,
-            state_id,
-            start_time,
-            last_event_ts,
-            states_at_last_event_ts,
-            true as is_walked
-        from open_stays
-
-        union all
-
-        select
-            tenant_id,
-            entity_id,
-            state_id,
-            start_time,
-            last_event_ts,
-            states_at_last_event_ts,
-            false as is_walked
-        from stored
-    ) as candidate_stays
-),
-{%- endif %}
-
-all_stays as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        start_time,
-        last_event_ts,
-        states_at_last_event_ts
-    from {{ 'ranked_stays' if window.seed is not none else 'open_stays' }}
-    {%- if window.seed is not none %}
-    where entity_rank = 1
-    {%- endif %}
+    from {{ entity_state.newest_logged_rows(ref('entity_state_current_log')) }} as logged_rows
 ),
 
 final as (
@@ -148,11 +23,8 @@ final as (
         start_time,
         last_event_ts,
         states_at_last_event_ts,
-        {{ entity_state.micros_to_timestamp(window.high) if window.high is not none
-            else 'cast(null as timestamp)' }} as watermark_ingested_at,
-        count(*) over (partition by {{ entity_state.entity_bucket() }}) as bucket_entities,
-        {{ entity_state.entity_bucket() }} as entity_bucket
-    from all_stays
+        watermark_ingested_at
+    from current_stays
 )
 
 select * from final

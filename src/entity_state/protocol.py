@@ -97,8 +97,6 @@ def draw(windows: dict[str, StateWindow], out: Path) -> Path:
         label = "landed events" if name == LANDING else name
         if window and window.emitted_column:
             label += f"\none partition per run\n(emitted: {window.emitted_column})"
-        elif window:
-            label += "\nrewrites touched buckets"
         boxes[name] = axes.text(
             x,
             y,

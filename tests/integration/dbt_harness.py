@@ -28,7 +28,7 @@ from entity_state.landing import LANDED_SCHEMA
 from tests.reference import Event
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-STATE_MODELS = ("entity_state_segments", "entity_state_current")
+STATE_MODELS = ("entity_state_segments", "entity_state_current_log")
 # `dbt build` with the data tests on the state but without the yml unit tests: those run the models' SQL on fixed
 # inputs, never on the state, so a test about the state gains nothing from them, and they take about a third of a
 # build here (12 of them, 10 s). test_dbt_build_runs_the_data_tests_on_the_state keeps the whole `dbt build`.

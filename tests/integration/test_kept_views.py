@@ -14,9 +14,9 @@ from .state_assertions import assert_matches_reference
 
 T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
 ARRIVAL = datetime(2026, 6, 2, tzinfo=UTC)
-PARTITIONED = ("entity_state_segments", "events_rejected", "entity_state_batches")
+PARTITIONED = ("entity_state_segments", "events_rejected", "entity_state_batches", "entity_state_current_log")
 # the time-in-state table is written whole, and only when the current table moved
-WATERMARKED = (*PARTITIONED, "entity_state_current", "entity_state_daily_counted")
+WATERMARKED = (*PARTITIONED, "entity_state_daily_counted")
 # the tables written one partition per window, whose emitted watermark a run reads from their rows only when a write
 # was not recorded (emitted_watermark)
 EMITTING = (*PARTITIONED, "entity_state_changes")
@@ -56,16 +56,16 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
 
     # the run fails if it sets a state table's watermark or write intent again (it is the value the table holds),
     # builds the time-in-state table again (the view entity_state_daily counts the open stays on up to the query),
-    # reads a table's rows for how far it emitted, or counts the current table's buckets, while every write was
-    # recorded, or checks the landed files of a window that holds nothing new, or recreates the landing table (or
-    # asks the catalog for it) when it is as the hook made it: refreshing it is enough; or asks the catalog when
-    # segments was built, which dbt's relation cache already says
+    # reads a table's rows for how far it emitted while every write was recorded, or checks the landed files of a
+    # window that holds nothing new, or recreates the landing table (or asks the catalog for it) when it is as the
+    # hook made it: refreshing it is enough; or asks the catalog when segments was built, which dbt's relation cache
+    # already says
     watermarked, emitting = "|".join(WATERMARKED), "|".join(EMITTING)
     with (
         statements_sent() as sent,
         failing_statement(
             rf"(alter table \S*\.({watermarked}) set tblproperties|create table \S*entity_state_daily_counted"
-            rf"|select unix_micros\(max\(\w+\)\) from \S*\.({emitting})\b|show partitions \S*entity_state_current"
+            rf"|select unix_micros\(max\(\w+\)\) from \S*\.({emitting})\b"
             rf"|{FILES_CHECK}|drop table if exists \S*landing_events|show (tables|schemas)\b"
             r"|describe table extended \S*entity_state_segments\b)"
         ) as writes,
@@ -101,17 +101,22 @@ def test_a_run_with_nothing_new_keeps_views_and_writes_no_partition_and_a_change
     partitions = _partitions(project)
     with statements_sent() as sent:
         project.dbt("run")
-    for table in (*EMITTING, "entity_state_current"):
+    for table in EMITTING:
         described = [sql for sql in sent if re.search(rf"describe (table )?extended \S*\.{table}\s*$", sql.strip())]
         assert len(described) == 1, (table, described)
     assert not [sql for sql in sent if re.search(r"insert into table \S*\.events_rejected\b", sql)]
     added = {table: count - partitions[table] for table, count in _partitions(project).items()}
-    assert added == {"entity_state_segments": 1, "events_rejected": 0, "entity_state_batches": 1}, added
+    assert added == {
+        "entity_state_segments": 1,
+        "events_rejected": 0,
+        "entity_state_batches": 1,
+        "entity_state_current_log": 1,
+    }, added
     _assert_reads_segments_walk(_current_write(sent))
     # a table's properties are asked of the catalog once its model wrote them, by the first model that reads them
     # after that (the current table's by the time-in-state table), and by no other. The window's files are checked
     # once.
-    written_then_read = ("entity_state_segments", "events_rejected", "entity_state_batches", "entity_state_current")
+    written_then_read = ("entity_state_segments", "events_rejected", "entity_state_batches", "entity_state_current_log")
     assert _properties_read(sent) == dict.fromkeys(written_then_read, 1)
     assert len([sql for sql in sent if re.search(FILES_CHECK, sql)]) == 1
     assert_matches_reference(project, landed)
@@ -137,11 +142,11 @@ def _properties_read(sent: list[str]) -> dict[str, int]:
 
 
 def _current_write(sent: list[str]) -> str:
-    """The statement that wrote entity_state_current: a new partition of it, or the table built aside."""
+    """The statement that wrote entity_state_current_log: a new partition of it, or the table built aside."""
     writes = [
         sql
         for sql in sent
-        if re.search(r"(insert overwrite table|create table) \S*\.entity_state_current(__rebuild_\w+)?\b", sql)
+        if re.search(r"(insert into table|create table) \S*\.entity_state_current_log(__rebuild_\w+)?\b", sql)
     ]
     assert len(writes) == 1, writes
     return writes[0]

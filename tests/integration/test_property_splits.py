@@ -42,11 +42,11 @@ STEPS = (
     "build",
 )
 
-# After a segments write that stopped before its watermark, `dbt run -s entity_state_batches entity_state_current`
+# After a segments write that stopped before its watermark, `dbt run -s entity_state_batches entity_state_current_log`
 # lets current apply part of what that write walked (up to the newest arrival that closed a stay it wrote), so its
 # stored rows fall behind a repair segments holds. Drawn like the other steps; the two tests below take it where it
 # matters, which random draws reach rarely: the stopped segments write third, the partial catch-up fourth.
-PARTIAL_CATCH_UP = ("run", "-s", "path:models/staging", "entity_state_batches", "entity_state_current")
+PARTIAL_CATCH_UP = ("run", "-s", "path:models/staging", "entity_state_batches", "entity_state_current_log")
 # the batch counts read segments and the quarantine: selected before both were built, they fail as any dbt model
 # whose parents were never built, and current, which waits for them, is skipped
 PARTIAL_CATCH_UP_PARENTS = ("entity_state_segments", "events_rejected")
@@ -121,9 +121,12 @@ def with_rejected_rows(raw, rejected):
 
 
 def run_example(project, raw, steps, stale_after: timedelta | None = None) -> None:
-    """Land the drawn events batch by batch, taking the drawn step after each, and compare with the reference."""
+    """Land the drawn events batch by batch, taking the drawn step after each, and compare with the reference. The
+    log of open stays is compacted every third write, so the examples walk from a log of several windows and from
+    one written whole."""
+    project.settings = {"entity_state__compact_after_windows": 2}
     if stale_after is not None:
-        project.settings = {"entity_state__stale_after": f"{int(stale_after.total_seconds() // 60)} minutes"}
+        project.settings["entity_state__stale_after"] = f"{int(stale_after.total_seconds() // 60)} minutes"
     events = [
         Event(tenant, entity, state, BASE + timedelta(minutes=minute), BASE + timedelta(days=1, minutes=batch))
         for tenant, entity, state, minute, batch in raw
@@ -147,14 +150,14 @@ def run_example(project, raw, steps, stale_after: timedelta | None = None) -> No
         elif step == "segments_alone":
             project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
         elif step == "current_alone":
-            project.dbt("run", "-s", "path:models/staging", "entity_state_current")
+            project.dbt("run", "-s", "path:models/staging", "entity_state_current_log")
         elif step == "partial_catch_up":
             if all(project.table_exists(table) for table in PARTIAL_CATCH_UP_PARENTS):
                 project.dbt(*PARTIAL_CATCH_UP)
             else:
                 assert not project.dbt(*PARTIAL_CATCH_UP, expect_success=False).success
         elif step == "current_fails":
-            with failing_statement(r"(insert overwrite table|create table) \S*entity_state_current"):
+            with failing_statement(r"(insert into table|create table) \S*entity_state_current_log"):
                 project.dbt("run", expect_success=False)
         elif step == "segments_watermark_fails":
             with failing_statement(recording_watermark("entity_state_segments")):

@@ -45,9 +45,9 @@ KILL_POINTS = {
     "before the segments write": (r"insert into table \S*entity_state_segments\b", "before"),
     "in the middle of the segments write": (r"insert into table \S*entity_state_segments\b", "mid-write"),
     "between the segments write and its watermark": (recording_watermark("entity_state_segments"), "before"),
-    "between the two state models": (r"insert overwrite table \S*entity_state_current\b", "before"),
-    "in the middle of the current write": (r"insert overwrite table \S*entity_state_current\b", "mid-write"),
-    "between the current write and its watermark": (recording_watermark("entity_state_current"), "before"),
+    "between the two state models": (r"insert into table \S*entity_state_current_log\b", "before"),
+    "in the middle of the current write": (r"insert into table \S*entity_state_current_log\b", "mid-write"),
+    "between the current write and its watermark": (recording_watermark("entity_state_current_log"), "before"),
     "between the changes write and its watermark": (recording_watermark("entity_state_changes"), "before"),
 }
 

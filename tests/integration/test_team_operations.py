@@ -12,7 +12,7 @@ from .state_assertions import assert_matches_reference
 
 STATE_MODELS = {
     "entity_state_segments",
-    "entity_state_current",
+    "entity_state_current_log",
     "entity_state_batches",
     "events_rejected",
     "entity_state_changes",
@@ -20,6 +20,7 @@ STATE_MODELS = {
 SCHEDULED_MODELS = STATE_MODELS | {
     "stg_landing_events",
     "stg_events",
+    "entity_state_current",
     "entity_state_view",
     "events_late",
     "entity_state_daily",
@@ -63,16 +64,14 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
     statuses = _statuses(scheduled)
     assert {name for name, status in statuses.items() if status == "success"} == SCHEDULED_MODELS
     tests = {name: status for name, status in statuses.items() if name not in SCHEDULED_MODELS}
-    # only the checks of entity_state_current (one row per entity) and entity_state_daily (one per tenant, state and
-    # day), and the per-batch warnings on recent batches: no staging column tests over all landed rows, nothing over
-    # all closed stays, no audit
+    # only the checks of entity_state_current and its log (a row per entity, and per entity and window) and
+    # entity_state_daily (one per tenant, state and day), and the per-batch warnings on recent batches: no staging
+    # column tests over all landed rows, nothing over all closed stays, no audit
     assert {name for name in tests if "entity_state_current" not in name and "entity_state_daily" not in name} == {
-        "assert_current_buckets_are_complete",
         "batch_share_at_most_entity_state_batches_rows_rejected__max_rejected_share",
         "batch_share_at_most_entity_state_batches_rows_late__max_late_share",
         "warn_stale_entities_per_tenant",
     }
-    assert tests["assert_current_buckets_are_complete"] == "pass"
     assert tests["unique_combination_of_columns_entity_state_current_tenant_id__entity_id"] == "pass"
 
     # the bad batch warns on both shares; the failing rows are stored for whoever looks at the warning
@@ -122,7 +121,8 @@ def test_source_freshness_passes_on_fresh_landing_and_errors_on_a_stale_one(proj
 
 def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_message(project):
     for old, new in (
-        ("entity_state_buckets", "entity_state__buckets"),
+        ("entity_state_buckets", "entity_state__compact_after_windows"),
+        ("entity_state__buckets", "entity_state__compact_after_windows"),
         ("entity_state_audit_recompute", "--selector audit"),
     ):
         result = project.dbt("run", "--vars", f"{{{old}: 8}}", expect_success=False)
@@ -185,15 +185,15 @@ def test_a_build_with_empty_checks_the_sql_and_leaves_the_state_as_it_was(projec
 
     # a state table missing while the others hold state (as after a full refresh killed between its two renames):
     # built empty it would look caught up with them, so --empty stops before writing anything
-    project.execute(f"drop table {project.schema}.entity_state_current")
-    others = _state_properties(project, leave_out="entity_state_current")
+    project.execute(f"drop table {project.schema}.entity_state_current_log")
+    others = _state_properties(project, leave_out="entity_state_current_log")
     result = project.dbt("run", "--empty", expect_success=False)
     errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
-    assert set(errors) == {"entity_state_current"}, errors
-    assert "other state tables hold state already" in errors["entity_state_current"], errors
-    assert "plain `dbt run` first" in errors["entity_state_current"], errors
-    assert not project.table_exists("entity_state_current")
-    assert _state_properties(project, leave_out="entity_state_current") == others
+    assert set(errors) == {"entity_state_current_log"}, errors
+    assert "other state tables hold state already" in errors["entity_state_current_log"], errors
+    assert "plain `dbt run` first" in errors["entity_state_current_log"], errors
+    assert not project.table_exists("entity_state_current_log")
+    assert _state_properties(project, leave_out="entity_state_current_log") == others
 
     project.dbt("run")
     assert_matches_reference(project, landed)

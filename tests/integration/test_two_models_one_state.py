@@ -22,16 +22,17 @@ def _batch(project, landed, ingested_minute, *events):
 def test_selecting_one_model_at_a_time_in_any_order_converges(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 5), ("e-2", "X", 1))
-    project.dbt("run", "-s", "path:models/staging", "entity_state_current")  # before segments ever ran: must not move
+    # before segments ever ran: must not move
+    project.dbt("run", "-s", "path:models/staging", "entity_state_current_log")
     project.dbt("run", "-s", "entity_state_segments")
     _batch(project, landed, 2, ("e-1", "C", 9), ("e-2", "Y", 3))
     project.dbt("run", "-s", "entity_state_segments")  # runs ahead of current twice
     project.dbt("run", "-s", "entity_state_segments")
-    project.dbt("run", "-s", "entity_state_current", "entity_state_view")
+    project.dbt("run", "-s", "entity_state_current_log", "entity_state_current", "entity_state_view")
     assert_matches_reference(project, landed)
 
     _batch(project, landed, 3, ("e-1", "A", 12))
-    project.dbt("run", "-s", "entity_state_current")  # alone again: nothing to catch up with yet
+    project.dbt("run", "-s", "entity_state_current_log")  # alone again: nothing to catch up with yet
     project.dbt("run")
     assert_matches_reference(project, landed)
 
@@ -42,7 +43,7 @@ def test_failure_between_the_two_writes_is_repaired_by_a_plain_rerun(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "A", 2))
     project.dbt("run")
     _batch(project, landed, 2, ("e-1", "B", 4), ("e-1", "C", 6), ("e-1", "C", 7))
-    with failing_statement(r"insert overwrite table \S*entity_state_current") as hits:
+    with failing_statement(r"insert into table \S*entity_state_current_log\b") as hits:
         result = project.dbt("run", expect_success=False)
     assert hits and not result.success
     _batch(project, landed, 3, ("e-1", "A", 8))
@@ -58,7 +59,7 @@ def test_a_repair_interrupted_at_each_write_is_finished_by_a_plain_rerun(project
     project.dbt("run")
     for minute, failing in (
         (2, r"insert into table \S*entity_state_segments"),
-        (3, r"insert overwrite table \S*entity_state_current"),
+        (3, r"insert into table \S*entity_state_current_log\b"),
         (4, recording_watermark("entity_state_segments")),
     ):
         _batch(project, landed, minute, ("e-1", "D", 3 + minute), ("e-2", "B", minute))
@@ -79,7 +80,7 @@ def test_dbt_retry_after_a_failed_current_write(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4))
     project.dbt("run")
     _batch(project, landed, 2, ("e-1", "C", 5), ("e-1", "A", 6))
-    with failing_statement(r"insert overwrite table \S*entity_state_current") as hits:
+    with failing_statement(r"insert into table \S*entity_state_current_log\b") as hits:
         # dbt retry reads what to run again from this run's run_results.json
         assert not project.dbt("run", expect_success=False, write_artifacts=True).success
     assert hits
@@ -177,7 +178,7 @@ def test_injected_failure_is_reported_as_a_failure(project):
     _batch(project, [], 1, ("e-1", "A", 0))
     project.dbt("run")
     _batch(project, [], 2, ("e-1", "B", 1))
-    with failing_statement(r"insert overwrite table \S*entity_state_current") as hits:
+    with failing_statement(r"insert into table \S*entity_state_current_log\b") as hits:
         result = project.dbt("run", expect_success=False)
     assert hits and not result.success
     assert any(isinstance(r, InjectedFailure) or "injected failure" in str(r.message) for r in result.result)
@@ -186,7 +187,7 @@ def test_injected_failure_is_reported_as_a_failure(project):
 def _tables(project):
     return {
         name: sorted(map(repr, project.query(f"select * from {project.schema}.{name}")))
-        for name in ("entity_state_segments", "entity_state_current", "entity_state_batches", "events_rejected")
+        for name in ("entity_state_segments", "entity_state_current_log", "entity_state_batches", "events_rejected")
     }
 
 
@@ -206,7 +207,7 @@ def test_a_failed_full_refresh_leaves_the_state_as_it_was(project):
     assert_matches_reference(project, landed)
 
     # segments is swapped in, then the refresh of current fails: a plain run carries on from there
-    with failing_statement(r"create table \S*entity_state_current__rebuild_") as hits:
+    with failing_statement(r"create table \S*entity_state_current_log__rebuild_") as hits:
         assert not project.dbt("run", "--full-refresh", expect_success=False).success
     assert hits
     assert_matches_reference(project, landed)

@@ -41,7 +41,7 @@ def test_the_design_doc_lists_the_declared_windows():
     assert declared == _design_table()
     assert set(declared) == {
         "entity_state_segments",
-        "entity_state_current",
+        "entity_state_current_log",
         "entity_state_batches",
         "events_rejected",
         "entity_state_changes",

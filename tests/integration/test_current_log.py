@@ -1,0 +1,53 @@
+"""The log of open stays behind `entity_state_current`: a run adds the open stays of the entities its batch touched,
+and nothing for the others; once the log holds `entity_state__compact_after_windows` windows, a run writes every
+entity's open stay into a table built aside and swapped in."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.reference import Event
+
+from .dbt_harness import failing_statement
+from .state_assertions import assert_matches_reference
+
+T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
+ARRIVAL = datetime(2026, 7, 2, tzinfo=UTC)
+
+
+def _rows_per_window(project) -> list[int]:
+    """How many rows each window's partition of the log holds, oldest window first."""
+    rows = project.query(
+        f"select emitted_window, count(*) as n from {project.schema}.entity_state_current_log "
+        "group by emitted_window order by emitted_window"
+    )
+    return [row["n"] for row in rows]
+
+
+def test_a_run_logs_the_entities_it_touched_and_compaction_writes_every_entity(project):
+    project.settings = {"entity_state__compact_after_windows": 2}
+    landed: list[Event] = []
+    arrival = iter(ARRIVAL + timedelta(minutes=minute) for minute in range(1, 10))
+    project.land_moves(landed, T0, next(arrival), [("e-1", "A", 0), ("e-2", "X", 1), ("e-3", "P", 1)])
+    project.dbt("run")
+    project.land_moves(landed, T0, next(arrival), [("e-1", "B", 4)])
+    project.dbt("run")
+    assert _rows_per_window(project) == [3, 1]
+    assert_matches_reference(project, landed)
+
+    # the third write compacts; one that fails while it builds the new table leaves the log as it was, and the
+    # plain rerun compacts it
+    project.land_moves(landed, T0, next(arrival), [("e-2", "Y", 5)])
+    with failing_statement(r"create table \S*entity_state_current_log__rebuild_") as hits:
+        assert not project.dbt("run", expect_success=False).success
+    assert hits, "the failure was not injected"
+    assert _rows_per_window(project) == [3, 1]
+    project.dbt("run")
+    assert _rows_per_window(project) == [3]
+    assert_matches_reference(project, landed)
+
+    # a late event repairs e-1 in a log written whole, and the next write adds its row alone again
+    project.land_moves(landed, T0, next(arrival), [("e-1", "C", 2)])
+    project.dbt("run")
+    assert _rows_per_window(project) == [3, 1]
+    assert_matches_reference(project, landed)
