@@ -38,7 +38,9 @@ from entity_state.landing import LANDED_SCHEMA, write_atomically
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 SCHEMA = "entity_state_bench"
-STATE_MODELS = ("entity_state_segments", "entity_state_current")
+STATE_MODELS = ("entity_state_segments", "entity_state_current_log")
+# the current state (a view) and the log of open stays it reads, which runs write
+CURRENT, CURRENT_LOG = "entity_state_current", "entity_state_current_log"
 # the time-in-state table: its own column, to show what it adds to a run and that it follows the batch (the view
 # entity_state_daily over it costs a run nothing once created)
 DAILY_MODEL = "entity_state_daily_counted"
@@ -224,9 +226,12 @@ def table_files(root: Path, since: float) -> tuple[dict[str, int], dict[str, int
     """Parquet bytes per table under a warehouse or state folder `root`: those in files written at or after `since`
     (a time.time()), and all. A table's folder is the one under a database folder (`<schema>.db`), or under `root`.
     Spark writes a replaced partition's files anew and renames them in, so a file's modification time is when the
-    run wrote its rows."""
+    run wrote its rows. The view entity_state_current gets the figures of the log it reads (CURRENT_LOG): what runs
+    wrote to the log, against what one row per entity takes, the log's oldest partition (written whole, by its build
+    or its last compaction)."""
     written: dict[str, int] = {}
     stored: dict[str, int] = {}
+    log_partitions: dict[str, int] = {}
     for path in root.rglob("*.parquet"):
         parts = path.relative_to(root).parts
         database = next((i for i, part in enumerate(parts) if part.endswith(".db")), -1)
@@ -235,6 +240,12 @@ def table_files(root: Path, since: float) -> tuple[dict[str, int], dict[str, int
         stored[table] = stored.get(table, 0) + status.st_size
         if status.st_mtime >= since:
             written[table] = written.get(table, 0) + status.st_size
+        if table == CURRENT_LOG:
+            partition = parts[database + 2]
+            log_partitions[partition] = log_partitions.get(partition, 0) + status.st_size
+    if log_partitions:
+        stored[CURRENT] = log_partitions[min(log_partitions)]
+        written[CURRENT] = written.get(CURRENT_LOG, 0)
     return written, stored
 
 
@@ -553,7 +564,7 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     # writes that follow the batch: "about" the touched share, counted met within twice it (a file's footer and
     # compression do not shrink with its rows)
     touched_share = sizes["batch_entities"] / sizes["entities"]
-    value = rewritten_share(largest, "entity_state_current")
+    value = rewritten_share(largest, CURRENT)
     results.ratio(
         f"share of entity_state_current a batch touching {touched_share:.0%} of the entities rewrites",
         value,
@@ -978,7 +989,7 @@ def markdown(results: Results) -> str:
     ]
     for row in results.rows:
         if row["stored_bytes_median"]:
-            current = "current" if row["group"] == "bare" else "entity_state_current"
+            current = "current" if row["group"] == "bare" else CURRENT
             segments = "segments" if row["group"] == "bare" else "entity_state_segments"
             written = row["written_bytes_median"]
             share = f" ({rewritten_share(row, current):.0%})" if current in row["stored_bytes_median"] else ""
