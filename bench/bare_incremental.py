@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 KEY = ["tenant_id", "entity_id"]
-BUCKETS = 16  # as entity_state__buckets
+BUCKETS = 16  # hash buckets of the current rows, replaced where the batch touched them
 
 
 def apply(spark, files: list[str], state: Path) -> dict:

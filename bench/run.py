@@ -994,7 +994,8 @@ def markdown(results: Results) -> str:
             written = row["written_bytes_median"]
             share = f" ({rewritten_share(row, current):.0%})" if current in row["stored_bytes_median"] else ""
             lines.append(
-                f"| {row['what']} | {sum(written.values()) / 2**20:,.2f} | {written.get(current, 0) / 2**20:,.2f}"
+                f"| {row['what']} | {sum(v for t, v in written.items() if t != CURRENT) / 2**20:,.2f} "
+                f"| {written.get(current, 0) / 2**20:,.2f}"
                 f"{share} | {written.get(segments, 0) / 2**20:,.2f} |"
             )
     lines += ["", "| where the time goes (median s) | " + " | ".join(_PHASES) + " |"]

@@ -25,3 +25,32 @@
     where entity_rank = 1
 )
 {%- endmacro %}
+
+
+{#- Post-hook of a `compacted_log` (state_window), after record_watermark: once a compaction (write plan `compacts`)
+    has its watermark recorded, its partition holds every entity's newest row, so the partitions before it hold no
+    row a reader takes, and they are dropped. A run stopped before this leaves them: readers still take the newest
+    rows, and the next compaction drops them. Renders nothing for any other run. -#}
+{% macro drop_partitions_before_compaction() %}
+    {%- if not execute -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set plan = entity_state.read_write_plan(model.compiled_code) -%}
+    {%- if not plan.get('compacts') -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set older = [] -%}
+    {%- for row in run_query('show partitions ' ~ this).rows -%}
+        {%- set value = row[0].partition('=')[2] -%}
+        {%- if value < plan.partition -%}
+            {%- do older.append(value) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if not older -%}
+        {{ return('') }}
+    {%- endif -%}
+    alter table {{ this }} drop if exists
+    {%- for value in older %}
+        partition (emitted_window = '{{ value }}'){{ ',' if not loop.last }}
+    {%- endfor %}
+{% endmacro %}

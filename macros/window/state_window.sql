@@ -17,7 +17,8 @@
     - `plan`: the arguments of write_plan: the watermark to record (the window's end, never below `start`), the
       partition to add (tables written one partition per window) and, when such a table is built, its window's end
       as the first one, why the table is rebuilt, if it is, whether the window holds nothing new, and for a
-      `compacted_log`, how many windows it will hold since it was built. -#}
+      `compacted_log`, whether the write holds every entity's row (a compaction) and how many windows written since
+      the last such write the table then holds. -#}
 {% macro state_window() %}
     {%- set window = {
         'seed': none, 'seed_rows': none, 'low': none, 'start': none, 'high': none, 'repair_history': none,
@@ -88,15 +89,14 @@
     {%- set is_window_empty = is_stored and rebuild is none
         and entity_state.is_window_empty(window.start, window.high) -%}
 
-    {#- a log of rows per entity (`compacted_log`) is written whole again, from its newest rows and the window's, once
-        it holds entity_state__compact_after_windows windows since it was built: its readers take each entity's
-        newest row, which costs more with every window it holds -#}
-    {%- set windows_since_build = properties.get(entity_state.windows_since_build_property()) -%}
-    {%- if declared.compacted_log and is_stored and rebuild is none and not is_window_empty
-        and windows_since_build is not none
-        and windows_since_build | int >= entity_state._compact_after_windows() -%}
-        {%- set rebuild = 'compacting the log after ' ~ windows_since_build ~ ' windows' -%}
-    {%- endif -%}
+    {#- a log of rows per entity (`compacted_log`) gets every entity's newest row in the window's partition once it
+        holds entity_state__compact_after_windows windows written since its last such write: its readers take each
+        entity's newest row, which costs more with every window it holds, and the older partitions can go
+        (drop_partitions_before_compaction) -#}
+    {%- set logged_windows = properties.get(entity_state.logged_windows_property()) -%}
+    {%- set compacts = declared.compacted_log and is_stored and rebuild is none and not is_window_empty
+        and window.seed is not none and logged_windows is not none
+        and logged_windows | int >= entity_state._compact_after_windows() -%}
 
     {%- set known = [window.start, window.high] | reject('none') | list -%}
     {%- set watermark = known | max if known else none -%}
@@ -148,13 +148,14 @@
         'repair_history': repair_history_record,
         'walked_window': walked_window_record,
         'first_window': watermark if declared.emitted_column and is_built else none,
-        'windows_since_build': none if not declared.compacted_log or is_window_empty
-            else 1 if is_built else (windows_since_build or 0) | int + 1,
+        'compacts': compacts,
+        'logged_windows': none if not declared.compacted_log or is_window_empty
+            else 1 if is_built or compacts else (logged_windows or 0) | int + 1,
     }}) -%}
     {{ return(window) }}
 {% endmacro %}
 
-{#- How many windows a `compacted_log` holds before a run writes it whole again: the var
+{#- How many windows a `compacted_log` holds before a run writes every entity's row again: the var
     entity_state__compact_after_windows, a positive integer. -#}
 {% macro _compact_after_windows() %}
     {%- set windows = entity_state.setting('compact_after_windows') -%}
@@ -219,8 +220,9 @@
     - `closed_stays`: for a table whose walk repairs late events, the state table holding the closed stays (`this`
       for its own), whose standing stays bound how far back a repair reads (repair_history_bound);
     - `compacted_log`: true for a table written one partition per window that holds each entity's rows as of the
-      windows that touched it, whose readers take each entity's newest row (newest_logged_rows): it is written whole
-      again once it holds `entity_state__compact_after_windows` windows. -#}
+      windows that touched it, whose readers take each entity's newest row (newest_logged_rows): once it holds
+      `entity_state__compact_after_windows` windows written since its build or its last compaction, a run writes
+      every entity's row into its partition, and the older partitions are dropped. -#}
 {% macro _declared_window(node) %}
     {%- set declared = (node.config.meta or {}).get('state_window') -%}
     {%- if declared is not mapping -%}

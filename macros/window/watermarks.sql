@@ -120,10 +120,11 @@
     {{ return('entity_state.first_window_micros') }}
 {% endmacro %}
 
-{#- Name of the table property where a `compacted_log` (state_window) records how many windows it holds since it was
-    built: state_window compacts it when they reach entity_state__compact_after_windows. -#}
-{% macro windows_since_build_property() %}
-    {{ return('entity_state.windows_since_build') }}
+{#- Name of the table property where a `compacted_log` (state_window) records how many windows it holds that were
+    written since its build or its last compaction, that one included: state_window compacts it when they reach
+    entity_state__compact_after_windows. A window whose write stopped before its watermark is not counted. -#}
+{% macro logged_windows_property() %}
+    {{ return('entity_state.logged_windows') }}
 {% endmacro %}
 
 {#- When a table was created, as the metastore says (text), or none: a full refresh or a rebuild creates the table
@@ -149,7 +150,7 @@
     for a table that follows another's writes, which build of that table it followed, for a table written one
     partition per window and just built, the window the build ended at, and for a table that holds its own closed
     stays, the bound of its window's repair read and, when its partition holds the window's whole walk, that
-    window, and for a `compacted_log`, how many windows it holds since it was built. -#}
+    window, and for a `compacted_log`, how many windows it holds since its build or its last compaction. -#}
 {% macro record_watermark() %}
     {%- if not execute -%}
         {{ return('') }}
@@ -171,9 +172,9 @@
             "'" ~ entity_state.repair_history_property() ~ "' = '" ~ tojson(plan.repair_history, sort_keys=true) ~ "'"
         ) -%}
     {%- endif -%}
-    {%- if plan.get('windows_since_build') is not none -%}
+    {%- if plan.get('logged_windows') is not none -%}
         {%- do properties.append(
-            "'" ~ entity_state.windows_since_build_property() ~ "' = '" ~ plan.windows_since_build ~ "'"
+            "'" ~ entity_state.logged_windows_property() ~ "' = '" ~ plan.logged_windows ~ "'"
         ) -%}
     {%- endif -%}
     {%- if plan.get('walked_window') is not none -%}

@@ -152,9 +152,6 @@
         {{ entity_state.insert_new_partition_sql(
             rows_source, target_relation, partition_by, model.compiled_code, stored_columns
         ) }}
-      {%- elif strategy == 'insert_overwrite' and stored_columns is not none
-          and not existing_relation.is_iceberg -%}
-        {{ entity_state.insert_overwrite_partitions_sql(rows_source, target_relation, stored_columns) }}
       {%- else -%}
         {{ dbt_spark_get_incremental_sql(strategy, rows_source, target_relation, existing_relation, unique_key, incremental_predicates) }}
       {%- endif -%}

@@ -23,11 +23,14 @@
     - `walked_window`: for a table that holds its own closed stays, when its partition holds every closed stay of
       its window's walk: that window (low, high, seed) and the partition, recorded by record_watermark
       (walked_window_property) for a table of the same window to read its open stays from.
-    - `windows_since_build`: for a `compacted_log` (state_window) that the run writes, how many windows it holds once
-      written, recorded by record_watermark (windows_since_build_property). -#}
+    - `compacts`: for a `compacted_log` (state_window), true when the write holds every entity's row: the partitions
+      before it are dropped once its watermark is recorded (drop_partitions_before_compaction).
+    - `logged_windows`: for a `compacted_log` that the run writes, how many windows written since its build or its
+      last compaction it holds once written, recorded by record_watermark (logged_windows_property). -#}
 {% macro write_plan(
     watermark=none, partition=none, rebuild=none, is_window_empty=false, recorded_watermark=none, followed_build=none,
-    repair_history=none, first_window=none, walked_window=none, writes_no_rows=false, windows_since_build=none
+    repair_history=none, first_window=none, walked_window=none, writes_no_rows=false, compacts=false,
+    logged_windows=none
 ) %}
     {%- set plan = {} -%}
     {%- set is_recorded = watermark is not none and recorded_watermark is not none
@@ -41,9 +44,8 @@
     {%- if first_window is not none -%}{%- do plan.update({'first_window': first_window | int}) -%}{%- endif -%}
     {%- if repair_history is not none -%}{%- do plan.update({'repair_history': repair_history}) -%}{%- endif -%}
     {%- if walked_window is not none -%}{%- do plan.update({'walked_window': walked_window}) -%}{%- endif -%}
-    {%- if windows_since_build is not none -%}
-        {%- do plan.update({'windows_since_build': windows_since_build | int}) -%}
-    {%- endif -%}
+    {%- if compacts -%}{%- do plan.update({'compacts': true}) -%}{%- endif -%}
+    {%- if logged_windows is not none -%}{%- do plan.update({'logged_windows': logged_windows | int}) -%}{%- endif -%}
     {%- set text = tojson(plan, sort_keys=true) -%}
     {%- if '*/' in text -%}
         {{ exceptions.raise_compiler_error(

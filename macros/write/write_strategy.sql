@@ -1,10 +1,9 @@
-{#- The one place that decides how a state table is written. `replace_partitions` rewrites only the partitions a
-    run produced rows for; `new_partition` adds one partition that no other write uses (insert_new_partition_sql);
-    `append` adds rows. Table formats with MERGE (Delta, Iceberg, Hudi) could map `replace_partitions` to `merge`
-    here; plain parquet, the only format available to this project, cannot. -#}
+{#- The one place that decides how a state table is written: `new_partition` adds one partition that no other write
+    uses (insert_new_partition_sql); `append` adds rows. No state table replaces rows in place: plain parquet, the
+    only format available to this project, has no MERGE, and a partition overwrite can lose the rows of a run killed
+    midway. A table format with MERGE (Delta, Iceberg, Hudi) would get its mode here, with a tested write path. -#}
 {% macro state_write_strategy(mode) %}
     {%- set strategies = {
-        'replace_partitions': 'insert_overwrite',
         'new_partition': 'insert_new_partition',
         'append': 'append',
     } -%}
@@ -53,14 +52,5 @@
         else adapter.get_columns_in_relation(target_relation) -%}
     {%- set dest_columns = table_columns | rejectattr('name', 'equalto', partition_column) | list -%}
     insert into table {{ target_relation }} partition ({{ partition_column }} = '{{ partition }}')
-    select {{ dest_columns | map(attribute='quoted') | join(', ') }} from {{ source_relation }}
-{% endmacro %}
-
-{#- The write of the strategy `insert_overwrite` (the partitions the rows fall in are replaced, with the dynamic
-    partition overwrite the materialization sets) from columns the caller has read already: dbt-spark's
-    get_insert_overwrite_sql writes the same statement for a parquet table, after a `describe` of its own. -#}
-{% macro insert_overwrite_partitions_sql(source_relation, target_relation, dest_columns) %}
-    insert overwrite table {{ target_relation }}
-    {{ partition_cols(label="partition") }}
     select {{ dest_columns | map(attribute='quoted') | join(', ') }} from {{ source_relation }}
 {% endmacro %}

@@ -4,7 +4,10 @@
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         pre_hook=["{{ entity_state.record_write_intent() }}"],
-        post_hook=["{{ entity_state.record_watermark() }}"],
+        post_hook=[
+            "{{ entity_state.record_watermark() }}",
+            "{{ entity_state.drop_partitions_before_compaction() }}",
+        ],
         on_schema_change='fail',
     )
 }}
@@ -16,8 +19,8 @@
     the batch, not the number of entities. An entity's open stay is its newest row (newest_logged_rows), which seeds
     the next walk and makes the view entity_state_current. It never moves past what segments has emitted, nor past
     what the batch counts have counted. Once the log holds entity_state__compact_after_windows windows, a run writes
-    every entity's open stay into a table built aside and swapped in (the state_table materialization), so readers
-    take the newest row among a few windows only. -#}
+    every entity's open stay into its partition and then drops the partitions before it
+    (drop_partitions_before_compaction), so readers take the newest row among a few windows only. -#}
 {%- set window = entity_state.state_window() -%}
 {#- when segments wrote this window's walk whole, from these stored rows or, on a first build or a full refresh, from
     every landed event (the usual run: segments, then this table, over the same window), each open stay follows from
@@ -28,7 +31,7 @@
 {%- set may_have_late_events = entity_state.may_have_late_events(window) -%}
 {%- set reads_history = window.seed is not none and may_have_late_events and not reads_walk -%}
 {#- a compaction keeps the stored open stays of the entities the window did not advance -#}
-{%- set keeps_stored_stays = window.seed is not none and window.plan.get('rebuild') is not none -%}
+{%- set keeps_stored_stays = window.plan.get('compacts', false) -%}
 {{ entity_state.write_plan(**window.plan) }}
 
 with

@@ -1,6 +1,6 @@
 """The log of open stays behind `entity_state_current`: a run adds the open stays of the entities its batch touched,
 and nothing for the others; once the log holds `entity_state__compact_after_windows` windows, a run writes every
-entity's open stay into a table built aside and swapped in."""
+entity's open stay into its partition and drops the partitions before it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from tests.reference import Event
 
-from .dbt_harness import failing_statement
+from .dbt_harness import failing_statement, recording_watermark
 from .state_assertions import assert_matches_reference
 
 T0 = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
@@ -35,18 +35,23 @@ def test_a_run_logs_the_entities_it_touched_and_compaction_writes_every_entity(p
     assert _rows_per_window(project) == [3, 1]
     assert_matches_reference(project, landed)
 
-    # the third write compacts; one that fails while it builds the new table leaves the log as it was, and the
-    # plain rerun compacts it
+    # the third write compacts: every entity's row in its partition, the partitions before it dropped once its
+    # watermark is recorded. One whose watermark fails to record keeps them; the next compaction drops them
     project.land_moves(landed, T0, next(arrival), [("e-2", "Y", 5)])
-    with failing_statement(r"create table \S*entity_state_current_log__rebuild_") as hits:
+    with failing_statement(recording_watermark("entity_state_current_log")) as hits:
         assert not project.dbt("run", expect_success=False).success
     assert hits, "the failure was not injected"
-    assert _rows_per_window(project) == [3, 1]
+    assert _rows_per_window(project) == [3, 1, 3]
+    assert_matches_reference(project, landed)
+
+    # the stopped write's rows seed no walk (they are past the recorded watermark): the rerun walks its window again,
+    # with the batch landed since, and compacts
+    project.land_moves(landed, T0, next(arrival), [("e-3", "Q", 6)])
     project.dbt("run")
     assert _rows_per_window(project) == [3]
     assert_matches_reference(project, landed)
 
-    # a late event repairs e-1 in a log written whole, and the next write adds its row alone again
+    # a late event repairs e-1 in the compacted log, and the next write adds its row alone again
     project.land_moves(landed, T0, next(arrival), [("e-1", "C", 2)])
     project.dbt("run")
     assert _rows_per_window(project) == [3, 1]
