@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+import yaml
 
 from entity_state.generate import EventStream, StreamConfig, batch_file_name, state_name
 from entity_state.landing import LANDED_SCHEMA, write_atomically
@@ -41,6 +42,10 @@ SCHEMA = "entity_state_bench"
 STATE_MODELS = ("entity_state_segments", "entity_state_current_log")
 # the current state (a view) and the log of open stays it reads, which runs write
 CURRENT, CURRENT_LOG = "entity_state_current", "entity_state_current_log"
+# how many windows the log holds before a run compacts it: the project's default
+COMPACT_AFTER_WINDOWS = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["vars"][
+    "entity_state__compact_after_windows"
+]
 # the time-in-state table: its own column, to show what it adds to a run and that it follows the batch (the view
 # entity_state_daily over it costs a run nothing once created)
 DAILY_MODEL = "entity_state_daily_counted"
@@ -534,6 +539,15 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
         label = f"incremental {sizes['small_batch']:,}-event batch on {history:,}-event history"
         small_row = results.add("versus", f"spark {label}", small, sizes["small_batch"], "")
         bare_small_row = results.add("bare", f"bare PySpark: {label}", bare_small, sizes["small_batch"], "")
+        # the run that compacts the log of open stays, once every COMPACT_AFTER_WINDOWS windows: made to compact
+        # at each run here (the baseline applies the same files, unmeasured, to stay in step)
+        compacting = []
+        for _ in range(sizes["reps"]):
+            landed += workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
+            compacting.append(dbt.invoke("run", "--vars", "{entity_state__compact_after_windows: 1}"))
+            baseline()
+        label = f"incremental {sizes['batch']:,}-event batch on {history:,}-event history, compacting the log"
+        compaction = results.add("compaction", label, compacting, sizes["batch"], shape)
         full, bare_full = full_refresh_against_bare(results, dbt, sizes, landed, "refresh", "bare")
     finally:
         dbt.close()
@@ -571,6 +585,16 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
         f"<= {2 * touched_share:.2f}",
         value <= 2 * touched_share,
     )
+    # the same over a whole cycle of the log: one run in COMPACT_AFTER_WINDOWS compacts
+    value = ((COMPACT_AFTER_WINDOWS - 1) * value + rewritten_share(compaction, CURRENT)) / COMPACT_AFTER_WINDOWS
+    results.ratio(
+        f"the same, with one run in {COMPACT_AFTER_WINDOWS} compacting the log",
+        value,
+        f"<= {2 * touched_share:.2f}",
+        value <= 2 * touched_share,
+    )
+    value = compaction["seconds_median"] / largest["seconds_median"]
+    results.ratio("a compacting run / an incremental one, same batch", value, "(informative)", True)
     return workspace
 
 
