@@ -30,7 +30,8 @@
 {#- Post-hook of a `compacted_log` (state_window), after record_watermark: once a compaction (write plan `compacts`)
     has its watermark recorded, its partition holds every entity's newest row, so the partitions before it hold no
     row a reader takes, and they are dropped. A run stopped before this leaves them: readers still take the newest
-    rows, and the next compaction drops them. Renders nothing for any other run. -#}
+    rows, and the next compaction drops them. Renders nothing for any other run, and nothing when the compaction's
+    partition is not registered (nothing would then hold the rows of the partitions before it). -#}
 {% macro drop_partitions_before_compaction() %}
     {%- if not execute -%}
         {{ return('') }}
@@ -39,14 +40,12 @@
     {%- if not plan.get('compacts') -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set older = [] -%}
+    {%- set registered = [] -%}
     {%- for row in run_query('show partitions ' ~ this).rows -%}
-        {%- set value = row[0].partition('=')[2] -%}
-        {%- if value < plan.partition -%}
-            {%- do older.append(value) -%}
-        {%- endif -%}
+        {%- do registered.append(row[0].partition('=')[2]) -%}
     {%- endfor -%}
-    {%- if not older -%}
+    {%- set older = registered | select('lt', plan.partition) | list -%}
+    {%- if plan.partition not in registered or not older -%}
         {{ return('') }}
     {%- endif -%}
     alter table {{ this }} drop if exists

@@ -239,6 +239,12 @@
             ~ known | join(', ') ~ "; got " ~ (declared.keys() | list | join(', '))
         ) }}
     {%- endif -%}
+    {%- if declared.get('compacted_log') and (declared.get('seed') is none or not declared.get('emitted_column')) -%}
+        {{ exceptions.raise_compiler_error(
+            "state_window: model " ~ node.name ~ " declares compacted_log, which needs a seed (its newest rows seed "
+            ~ "the walk that a compaction writes from) and an emitted_column (it is written one partition per window)"
+        ) }}
+    {%- endif -%}
     {%- set bounds = [] -%}
     {%- for bound in declared.may_not_pass -%}
         {%- do bounds.append(
