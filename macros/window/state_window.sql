@@ -30,6 +30,8 @@
     {%- endif -%}
     {%- set declared = entity_state._declared_window(model) -%}
     {%- do entity_state._assert_bounds_are_dependencies(declared) -%}
+    {#- read on every run, so a wrong value stops the first run rather than the one that would compact -#}
+    {%- set compact_after_windows = entity_state._compact_after_windows() if declared.compacted_log else none -%}
     {%- set is_stored = entity_state.has_stored_state() -%}
     {%- set properties = entity_state.table_properties(this) if is_stored else {} -%}
     {%- set recorded = entity_state._recorded_watermark(properties) -%}
@@ -96,7 +98,7 @@
     {%- set logged_windows = properties.get(entity_state.logged_windows_property()) -%}
     {%- set compacts = declared.compacted_log and is_stored and rebuild is none and not is_window_empty
         and window.seed is not none and logged_windows is not none
-        and logged_windows | int >= entity_state._compact_after_windows() -%}
+        and logged_windows | int >= compact_after_windows -%}
 
     {%- set known = [window.start, window.high] | reject('none') | list -%}
     {%- set watermark = known | max if known else none -%}
@@ -159,7 +161,7 @@
     entity_state__compact_after_windows, a positive integer. -#}
 {% macro _compact_after_windows() %}
     {%- set windows = entity_state.setting('compact_after_windows') -%}
-    {%- if windows is not number or windows < 1 -%}
+    {%- if windows is not number or windows is boolean or windows | int != windows or windows < 1 -%}
         {{ exceptions.raise_compiler_error(
             "var entity_state__compact_after_windows must be a positive integer (how many windows "
             ~ "entity_state_current_log holds before a run compacts it), got " ~ windows
