@@ -1,15 +1,15 @@
 """A pure-Python model of the incremental design, step for step as the SQL does it.
 
-It lets the design (seeded walk, per-row watermarks, the two watermarks and the order of writes) be checked
-against the reference on thousands of random cases in seconds; the integration tests then check that the dbt
-project behaves like this model on Spark.
+It lets the design (seeded walk, per-row watermarks, the two watermarks, the order of writes, the log of open
+stays with its stopped writes and compactions) be checked against the reference on thousands of random cases
+in seconds; the integration tests then check that the dbt project behaves like this model on Spark.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
 from tests.reference import ClosedStay, Event, OpenStay, _clean
 
@@ -24,10 +24,23 @@ class CurrentRow:
 
 
 @dataclass
+class LoggedWindow:
+    """One partition of entity_state_current_log: its value sorts as the window's end, then the run (the write's
+    number), and it holds the open stays of the entities the window advanced, or of every entity (a compaction)."""
+
+    partition: tuple[datetime | None, int]
+    rows: dict[tuple[str, str], CurrentRow]
+
+
+@dataclass
 class Warehouse:
     landed: list[Event] = field(default_factory=list)
-    current: dict[tuple[str, str], CurrentRow] | None = None
-    current_watermark: datetime | None = None
+    # entity_state_current_log: its partitions (None: not built), its recorded watermark, the windows written since its
+    # build or last compaction, and the windows it holds before a run compacts it
+    log: list[LoggedWindow] | None = None
+    log_watermark: datetime | None = None
+    logged_windows: int = 0
+    compact_after_windows: int = 16
     # each closed stay with the arrival of its closing event and, for an entity walked again from its repair start
     # (a late event), the repair: the arrival of the newest event it walked and the write's number
     segments: list[tuple[ClosedStay, datetime, tuple[datetime, int] | None]] | None = None
@@ -139,11 +152,32 @@ class Warehouse:
         ends = [s.end_time for s in stays if s.end_time <= first_late and s.last_event_ts < s.end_time]
         return max(ends, default=first)
 
+    def newest_logged_rows(self, through: datetime | None = None, every_window: bool = False):
+        """Each entity's row of the newest partition of the log among the windows that ended at or before `through`
+        (every partition with `every_window`), as newest_logged_rows; None while the log is not built."""
+        if self.log is None:
+            return None
+        rows: dict[tuple[str, str], CurrentRow] = {}
+        for window in sorted(self.log, key=_partition_order):
+            end = window.partition[0]
+            if every_window or (end is not None and through is not None and end <= through):
+                rows.update(window.rows)
+        return rows
+
+    @property
+    def current(self) -> dict[tuple[str, str], CurrentRow] | None:
+        """The view entity_state_current: each entity's newest row in the log, a stopped write's rows included."""
+        return self.newest_logged_rows(every_window=True)
+
+    def seed_rows(self) -> dict[tuple[str, str], CurrentRow] | None:
+        """What seeds a walk: the log's newest rows among the windows through its recorded watermark."""
+        return self.newest_logged_rows(self.log_watermark)
+
     # entity_state_segments
     def run_segments(self, full_refresh: bool = False, fail_before_watermark: bool = False) -> None:
         incremental = self.segments is not None and not full_refresh
-        seed = self.current if incremental else None
-        low = self.current_watermark if incremental and self.current is not None else None
+        seed = self.seed_rows() if incremental else None
+        low = self.log_watermark if incremental and self.log is not None else None
         high = max((e.ingested_at for e in self.landed), default=None)
         emitted = self.effective_segments_watermark() if incremental else None
         closed, _ = self.walk(self._valid(low, high), seed, low, high)
@@ -165,18 +199,43 @@ class Warehouse:
         marks = [c for _, c, _ in self.segments] + ([self.segments_watermark] if self.segments_watermark else [])
         return max(marks) if marks else None
 
-    # entity_state_current
-    def run_current(self, full_refresh: bool = False) -> None:
-        incremental = self.current is not None and not full_refresh
-        low = self.current_watermark if incremental else None
+    # entity_state_current_log
+    def run_current(
+        self, full_refresh: bool = False, fail_before_watermark: bool = False, fail_before_drop: bool = False
+    ) -> None:
+        """A run of the log, as state_window plans it: the window from the recorded watermark (`low`, which seeds
+        the walk) to what segments emitted; the rows of a write that stopped before its watermark move `start`
+        (what the log emitted) but seed nothing. An empty window writes nothing and records `start`. A compaction
+        writes every entity's row, then (after its watermark) drops the partitions before its own."""
+        incremental = self.log is not None and not full_refresh
+        low = self.log_watermark if incremental else None
         high = self.effective_segments_watermark()
-        stored = self.current if incremental else {}
-        _, opened = self.walk(self._valid(low, high), stored, low, high)
-        rows = dict(stored)
-        for key, (state, start, last, states) in opened.items():
-            rows[key] = CurrentRow(state, start, last, states, high)
-        self.current = rows
-        self.current_watermark = high
+        # emitted_watermark: the recorded watermark, or the rows of the windows written after it
+        emitted = [
+            row.watermark
+            for window in (self.log or [] if incremental else [])
+            if low is None or (window.partition[0] is not None and window.partition[0] > low)
+            for row in window.rows.values()
+        ]
+        start = max([m for m in (low, *emitted) if m is not None], default=None)
+        if incremental and (high is None or (start is not None and high <= start)):
+            self.log_watermark = start
+            return
+        seed = self.seed_rows() if incremental else {}
+        _, opened = self.walk(self._valid(low, high), seed, low, high)
+        compacts = incremental and self.logged_windows >= self.compact_after_windows
+        rows = {key: replace(row, watermark=high) for key, row in seed.items()} if compacts else {}
+        for key, (state, start_time, last, states) in opened.items():
+            rows[key] = CurrentRow(state, start_time, last, states, high)
+        self.writes += 1
+        written = LoggedWindow((high, self.writes), rows)
+        self.log = [*(self.log if incremental else []), written]
+        if fail_before_watermark:
+            return
+        self.log_watermark = high
+        self.logged_windows = 1 if compacts or not incremental else self.logged_windows + 1
+        if compacts and not fail_before_drop:
+            self.log = [w for w in self.log if _partition_order(w) >= _partition_order(written)]
 
     def view(self) -> tuple[list[ClosedStay], list[OpenStay]]:
         """Closed stays up to each entity's current watermark. A repair caught up with replaces the stays of its entity
@@ -206,6 +265,13 @@ class Warehouse:
         closed = [s for s, c, r in rows if not replaced(s, c, r)]
         opened = [OpenStay(k[0], k[1], r.state_id, r.start_time, r.last_event_ts) for k, r in current.items()]
         return closed, opened
+
+
+def _partition_order(window: LoggedWindow) -> tuple[datetime, int]:
+    """The order of partition values (window_partition_value): a window's end, then its run; the values of a
+    build without a window end first."""
+    end, write = window.partition
+    return (end or datetime.min.replace(tzinfo=UTC), write)
 
 
 def _possibly_late_entities(events: list[Event], seed: dict[tuple[str, str], CurrentRow]) -> set[tuple[str, str]]:

@@ -11,7 +11,16 @@ from tests.reference import Event, recompute
 from tests.unit.incremental_model import Warehouse
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
-STEPS = ("run", "segments", "current", "current_then_segments", "segments_fails_before_watermark", "full_refresh")
+STEPS = (
+    "run",
+    "segments",
+    "current",
+    "current_then_segments",
+    "segments_fails_before_watermark",
+    "current_fails_before_watermark",
+    "compaction_stops_before_its_drop",
+    "full_refresh",
+)
 
 events_strategy = st.lists(
     st.tuples(
@@ -42,6 +51,12 @@ def _take_step(warehouse: Warehouse, step: str) -> None:
         warehouse.run_segments()
     elif step == "segments_fails_before_watermark":
         warehouse.run_segments(fail_before_watermark=True)
+    elif step == "current_fails_before_watermark":
+        warehouse.run_segments()
+        warehouse.run_current(fail_before_watermark=True)
+    elif step == "compaction_stops_before_its_drop":
+        warehouse.run_segments()
+        warehouse.run_current(fail_before_drop=True)
     elif step == "full_refresh":
         warehouse.run_segments(full_refresh=True)
         warehouse.run_current(full_refresh=True)
@@ -58,10 +73,12 @@ def expected(events):
 
 
 @settings(max_examples=3000, deadline=None)
-@given(events_strategy, st.lists(st.sampled_from(STEPS), min_size=6, max_size=6))
-def test_any_split_and_order_equals_the_full_recompute(raw, steps):
+@given(events_strategy, st.lists(st.sampled_from(STEPS), min_size=6, max_size=6), st.integers(1, 3))
+def test_any_split_and_order_equals_the_full_recompute(raw, steps, compact_after_windows):
+    """Any split, any order of the two models' runs, writes of either that stop before their watermark, and a log
+    of open stays compacted every `compact_after_windows` windows (a compaction stopped before its drop included)."""
     events = as_events(raw)
-    warehouse = Warehouse()
+    warehouse = Warehouse(compact_after_windows=compact_after_windows)
     batches = sorted({e.ingested_at for e in events})
     for index, batch in enumerate(batches):
         warehouse.landed += [e for e in events if e.ingested_at == batch]
