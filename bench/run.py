@@ -1092,7 +1092,10 @@ def chart(results: Results, path: Path) -> None:
         axis.barh([r["what"][:60] for r in fixed], widths, left=left, label=phase)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     axis.set(title="Fixed cost of a run: where the time goes", xlabel="seconds (median)")
-    axis.legend(fontsize=7)
+    if fixed:
+        axis.legend(fontsize=7)
+    else:
+        axis.text(0.5, 0.5, "not measured in this run (section `fixed`)", ha="center", va="center")
     figure.tight_layout()
     figure.savefig(path, dpi=90)
 
