@@ -100,7 +100,9 @@ class Warehouse:
                 # the SQL walks a window without its repair when this finds no entity (may_have_late_events)
                 assert key in possibly_late, f"{key} has a late event that _possibly_late_entities misses"
                 history: dict[tuple, datetime] = {}
-                bound = self._repair_bound(key, row, min(late_times)) if row else None
+                # without a recorded watermark to start from (a log whose build stopped before it), the SQL reads
+                # the whole history (repair_history_bound gives none)
+                bound = self._repair_bound(key, row, min(late_times)) if row and low is not None else None
                 for e in self._valid(None if row else low, high):
                     if (e.tenant_id, e.entity_id) == key and (
                         bound is None or e.event_time >= bound or e.ingested_at > low
@@ -152,22 +154,22 @@ class Warehouse:
         ends = [s.end_time for s in stays if s.end_time <= first_late and s.last_event_ts < s.end_time]
         return max(ends, default=first)
 
-    def newest_logged_rows(self, through: datetime | None = None, every_window: bool = False):
+    def newest_logged_rows(self, through: datetime | None = None):
         """Each entity's row of the newest partition of the log among the windows that ended at or before `through`
-        (every partition with `every_window`), as newest_logged_rows; None while the log is not built."""
+        (None: every partition), as newest_logged_rows; None while the log is not built."""
         if self.log is None:
             return None
         rows: dict[tuple[str, str], CurrentRow] = {}
         for window in sorted(self.log, key=_partition_order):
             end = window.partition[0]
-            if every_window or (end is not None and through is not None and end <= through):
+            if through is None or (end is not None and end <= through):
                 rows.update(window.rows)
         return rows
 
     @property
     def current(self) -> dict[tuple[str, str], CurrentRow] | None:
         """The view entity_state_current: each entity's newest row in the log, a stopped write's rows included."""
-        return self.newest_logged_rows(every_window=True)
+        return self.newest_logged_rows()
 
     def seed_rows(self) -> dict[tuple[str, str], CurrentRow] | None:
         """What seeds a walk: the log's newest rows among the windows through its recorded watermark."""
@@ -268,10 +270,10 @@ class Warehouse:
 
 
 def _partition_order(window: LoggedWindow) -> tuple[datetime, int]:
-    """The order of partition values (window_partition_value): a window's end, then its run; the values of a
-    build without a window end first."""
+    """The order of partition values (window_partition_value): a window's end, then its run. A build without a
+    window end gets the value 'none...', which sorts after every end's digits."""
     end, write = window.partition
-    return (end or datetime.min.replace(tzinfo=UTC), write)
+    return (end or datetime.max.replace(tzinfo=UTC), write)
 
 
 def _possibly_late_entities(events: list[Event], seed: dict[tuple[str, str], CurrentRow]) -> set[tuple[str, str]]:

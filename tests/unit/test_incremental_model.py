@@ -84,7 +84,8 @@ def test_any_split_and_order_equals_the_full_recompute(raw, steps, compact_after
         warehouse.landed += [e for e in events if e.ingested_at == batch]
         step = steps[index % len(steps)]
         _take_step(warehouse, step)
-        if step == "run":
+        # after a step that ran both models, with the log's write or its drop stopped or not, the view is right
+        if step in ("run", "current_fails_before_watermark", "compaction_stops_before_its_drop"):
             assert key(warehouse.view()) == expected(warehouse.landed)
     warehouse.run_segments()
     warehouse.run_current()
