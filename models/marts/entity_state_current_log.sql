@@ -4,7 +4,7 @@
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         clustered_by=['tenant_id', 'entity_id'],
-        buckets=4,
+        buckets=entity_state.setting('log_buckets'),
         pre_hook=["{{ entity_state.record_write_intent() }}"],
         post_hook=[
             "{{ entity_state.record_watermark() }}",
@@ -16,9 +16,8 @@
 
 -- depends_on: {{ ref('entity_state_segments') }}
 -- depends_on: {{ ref('entity_state_batches') }}
-{#- Stored in buckets by entity (clustered_by, buckets: given to the table when it is built): every read takes each
-    entity's newest row (newest_logged_rows), and Spark ranks a bucketed table's rows where they lie instead of
-    shuffling the whole log first. -#}
+{#- clustered_by, buckets: every read ranks each entity's rows (newest_logged_rows); the yml says why -#}
+{%- do entity_state.warn_if_bucketed_otherwise(this) -%}
 {#- The open stays as runs move them, one partition per run (its window: yml meta `state_window`, macro state_window):
     each run adds the open stay of every entity its window advanced, and nothing for the others, so a write follows
     the batch, not the number of entities. An entity's open stay is its newest row (newest_logged_rows), which seeds

@@ -4,7 +4,9 @@ entity's open stay into its partition and drops the partitions before it."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from tests.reference import Event
 
@@ -56,3 +58,19 @@ def test_a_run_logs_the_entities_it_touched_and_compaction_writes_every_entity(p
     project.dbt("run")
     assert _rows_per_window(project) == [3, 1]
     assert_matches_reference(project, landed)
+
+    # stored in buckets by entity, so the view ranks each entity's rows where they lie, without a shuffle of the log
+    plan = "\n".join(
+        str(value)
+        for row in project.query(f"explain select * from {project.schema}.entity_state_current")
+        for value in row.values()
+    )
+    assert "Bucketed: true" in plan and "Exchange hashpartitioning" not in plan, plan
+    # a log stored in other buckets than the setting asks (built before the setting, or before a change of it) says
+    # so in each run's log (dbt's log file: the tests' dbt calls are --quiet)
+    log_file = Path(os.environ["DBT_LOG_PATH"]) / "dbt.log"
+    written = log_file.stat().st_size
+    project.dbt("run", "--vars", "{entity_state__log_buckets: 8}")
+    with log_file.open("rb") as log:
+        log.seek(written)
+        assert b"is stored in 4 buckets, not the 8 its config asks for" in log.read()

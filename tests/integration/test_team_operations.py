@@ -129,7 +129,7 @@ def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_
         result = project.dbt("run", "--vars", f"{{{old}: 8}}", expect_success=False)
         assert not result.success
         assert f"The var '{old}' is set" in str(result.exception) and new in str(result.exception), result.exception
-    for wrong in ("0", "2.5", "sixteen"):
+    for wrong in ("0", "2.5", "true", "sixteen"):
         result = project.dbt(
             "run", "-s", "entity_state_current_log", "--vars", f"{{entity_state__compact_after_windows: {wrong}}}",
             expect_success=False,
