@@ -131,7 +131,11 @@ def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_
         assert f"The var '{old}' is set" in str(result.exception) and new in str(result.exception), result.exception
     for wrong in ("0", "2.5", "true", "sixteen"):
         result = project.dbt(
-            "run", "-s", "entity_state_current_log", "--vars", f"{{entity_state__compact_after_windows: {wrong}}}",
+            "run",
+            "-s",
+            "entity_state_current_log",
+            "--vars",
+            f"{{entity_state__compact_after_windows: {wrong}}}",
             expect_success=False,
         )
         [error] = [r.message for r in result.result if str(r.status) == "error"]
