@@ -7,13 +7,12 @@
 {% endmacro %}
 
 {% macro _refuse_renamed_vars() %}
+    {%- set buckets_gone = "it is gone: entity_state_current is a view over entity_state_current_log, which each "
+        ~ "run appends to and entity_state__compact_after_windows compacts; the log's own buckets by entity, which "
+        ~ "make its reads cheaper, are entity_state__log_buckets" -%}
     {%- set renamed = {
-        'entity_state_buckets': "it is gone: entity_state_current is a view over entity_state_current_log, "
-            ~ "which each run appends to and entity_state__compact_after_windows compacts (the log's buckets by "
-            ~ "entity, for its reads, are entity_state__log_buckets)",
-        'entity_state__buckets': "it is gone: entity_state_current is a view over entity_state_current_log, "
-            ~ "which each run appends to and entity_state__compact_after_windows compacts (the log's buckets by "
-            ~ "entity, for its reads, are entity_state__log_buckets)",
+        'entity_state_buckets': buckets_gone,
+        'entity_state__buckets': buckets_gone,
         'landing_clock_skew_minutes': "it is now 'entity_state__landing_clock_skew_minutes'",
         'entity_state_audit_recompute': "it is gone: the audit test always exists; run it with "
             ~ "`dbt build --selector audit` and leave it out with `--selector scheduled`",

@@ -66,10 +66,18 @@
     pairs are split at each ", " that a key and "=" follow; the values this project writes (numbers, words, flat JSON
     objects, whose keys are quoted) have none. -#}
 {% macro _listed_table_properties(relation) %}
+    {{ return(entity_state._table_properties_in_listing(entity_state._listed_description(relation))) }}
+{% endmacro %}
+
+{#- A relation's `show table extended` text (`information`) as dbt's listing of its schema at the start of the
+    invocation holds it in the relation cache, or none: the relation is not in the cache, or was cached without the
+    listing's text (built during the invocation, or listed by a fallback without it). -#}
+{% macro _listed_description(relation) %}
     {%- set cached = adapter.get_relation(
         database=relation.database, schema=relation.schema, identifier=relation.identifier
     ) -%}
-    {{ return(entity_state._table_properties_in_listing(cached.information if cached is not none else none)) }}
+    {%- set information = cached.information if cached is not none else none -%}
+    {{ return(information if information and modules.re.search('(?m)^Type: ', information) else none) }}
 {% endmacro %}
 
 {#- The table properties in one table's `show table extended` text (`information`), as _listed_table_properties

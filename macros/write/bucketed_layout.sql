@@ -1,27 +1,44 @@
+{#- The number of buckets by entity entity_state_current_log is stored in: the var entity_state__log_buckets, a
+    positive integer. Read when the project is parsed (the model's config), so a wrong value stops every command. -#}
+{% macro log_buckets() %}
+    {%- set buckets = entity_state.setting('log_buckets') -%}
+    {%- if buckets is not number or buckets is boolean or buckets | int != buckets or buckets < 1 -%}
+        {{ exceptions.raise_compiler_error(
+            "var entity_state__log_buckets must be a positive integer (how many buckets by entity "
+            ~ "entity_state_current_log is stored in), got " ~ buckets
+        ) }}
+    {%- endif -%}
+    {{ return(buckets | int) }}
+{% endmacro %}
+
 {#- Says in the run's log when `relation`, a table already stored, is not bucketed as its model's config asks
     (`buckets`): Spark writes a table as it was created, so a table built before the setting (or before a change of
-    it) keeps its layout until it is built again. Reads the `Num Buckets` line of dbt's listing of the schema, so it
-    sends no query, and says nothing when the listing has no text for the table (built during this invocation) or
-    the run builds the table anew. -#}
+    it) keeps its layout until it is built again. Reads the `Num Buckets` line of dbt's listing of the schema
+    (_listed_description), so it sends no query, and says nothing when the listing has no text for the table (built
+    during this invocation), when the relation is still a view, or when this run builds the table anew. -#}
 {% macro warn_if_bucketed_otherwise(relation) %}
     {%- set wanted = config.get('buckets') -%}
-    {%- if not execute or wanted is none or flags.FULL_REFRESH -%}
+    {%- if not execute or wanted is none or should_full_refresh() -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set cached = adapter.get_relation(
-        database=relation.database, schema=relation.schema, identifier=relation.identifier
-    ) -%}
-    {%- set information = cached.information if cached is not none else none -%}
-    {%- if not information or not modules.re.search('(?m)^Type: ', information) -%}
+    {%- set information = entity_state._listed_description(relation) -%}
+    {%- if information is none or modules.re.search('(?m)^Type: VIEW', information) -%}
         {{ return('') }}
     {%- endif -%}
     {%- set listed = modules.re.search('(?m)^Num Buckets: (\\d+)', information) -%}
     {%- set stored = listed.group(1) | int if listed else none -%}
-    {%- if stored != wanted | int -%}
+    {%- if stored is none -%}
         {%- do log(
-            relation ~ ' is stored in ' ~ (stored ~ ' buckets' if stored else 'no buckets') ~ ', not the '
-            ~ wanted ~ ' its config asks for, so reads that rank its rows per entity shuffle it first; '
-            ~ '`dbt run --full-refresh -s ' ~ model.name ~ '` rebuilds it with them (README, Settings)',
+            relation ~ ' is stored without buckets, not in the ' ~ wanted ~ ' its config asks for, so reads that '
+            ~ 'rank its rows per entity shuffle it first; `dbt run --full-refresh -s ' ~ model.name
+            ~ '` rebuilds it in buckets (README, Settings)',
+            info=true
+        ) -%}
+    {%- elif stored != wanted -%}
+        {%- do log(
+            relation ~ ' is stored in ' ~ stored ~ ' buckets, not the ' ~ wanted ~ ' its config asks for, so reads '
+            ~ 'that rank its rows per entity run in ' ~ stored ~ ' tasks; `dbt run --full-refresh -s ' ~ model.name
+            ~ '` rebuilds it with ' ~ wanted ~ ' (README, Settings)',
             info=true
         ) -%}
     {%- endif -%}

@@ -44,6 +44,8 @@ def dbt_artifacts_of_this_process(tmp_path_factory) -> None:
     artifacts = tmp_path_factory.mktemp("dbt_artifacts")
     os.environ["DBT_TARGET_PATH"] = str(artifacts / "target")
     os.environ["DBT_LOG_PATH"] = str(artifacts / "logs")
+    # one dbt.log for the whole session, never rolled over, so a test can read what its own calls logged
+    os.environ["DBT_LOG_FILE_MAX_BYTES"] = "0"
 
 
 @pytest.fixture(scope="session")

@@ -26,8 +26,17 @@ def _rows_per_window(project) -> list[int]:
     return [row["n"] for row in rows]
 
 
+def _logged_since(log_file: Path, size: int) -> bytes:
+    """What dbt wrote to its log file (the tests' dbt calls are --quiet) past its first `size` bytes."""
+    with log_file.open("rb") as log:
+        log.seek(size)
+        return log.read()
+
+
 def test_a_run_logs_the_entities_it_touched_and_compaction_writes_every_entity(project):
     project.settings = {"entity_state__compact_after_windows": 2}
+    log_file = Path(os.environ["DBT_LOG_PATH"]) / "dbt.log"
+    size_at_start = log_file.stat().st_size if log_file.exists() else 0
     landed: list[Event] = []
     arrival = iter(ARRIVAL + timedelta(minutes=minute) for minute in range(1, 10))
     project.land_moves(landed, T0, next(arrival), [("e-1", "A", 0), ("e-2", "X", 1), ("e-3", "P", 1)])
@@ -67,10 +76,17 @@ def test_a_run_logs_the_entities_it_touched_and_compaction_writes_every_entity(p
     )
     assert "Bucketed: true" in plan and "Exchange hashpartitioning" not in plan, plan
     # a log stored in other buckets than the setting asks (built before the setting, or before a change of it) says
-    # so in each run's log (dbt's log file: the tests' dbt calls are --quiet)
-    log_file = Path(os.environ["DBT_LOG_PATH"]) / "dbt.log"
-    written = log_file.stat().st_size
+    # so in each run's log; a full refresh of the log alone rebuilds it with them, and the state stays right
+    size_before = log_file.stat().st_size
+    assert b"buckets, not the" not in _logged_since(log_file, size_at_start)[: size_before - size_at_start]
     project.dbt("run", "--vars", "{entity_state__log_buckets: 8}")
-    with log_file.open("rb") as log:
-        log.seek(written)
-        assert b"is stored in 4 buckets, not the 8 its config asks for" in log.read()
+    assert b"is stored in 4 buckets, not the 8 its config asks for" in _logged_since(log_file, size_before)
+    size_before = log_file.stat().st_size
+    project.dbt("run", "--full-refresh", "-s", "entity_state_current_log", "--vars", "{entity_state__log_buckets: 8}")
+    assert b"buckets, not the" not in _logged_since(log_file, size_before)
+    layout = {
+        row["col_name"]: row["data_type"]
+        for row in project.query(f"describe formatted {project.schema}.entity_state_current_log")
+    }
+    assert layout["Num Buckets"] == "8", layout
+    assert_matches_reference(project, landed)

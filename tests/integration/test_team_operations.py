@@ -140,6 +140,10 @@ def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_
         )
         [error] = [r.message for r in result.result if str(r.status) == "error"]
         assert "var entity_state__compact_after_windows must be a positive integer" in error, error
+    # read when the project is parsed: every command stops
+    for wrong in ("0", "2.5", "true", "four"):
+        result = project.dbt("run", "--vars", f"{{entity_state__log_buckets: {wrong}}}", expect_success=False)
+        assert "var entity_state__log_buckets must be a positive integer" in str(result.exception), result.exception
 
     landed: list[Event] = []
     arrival = _now() - timedelta(hours=1)
