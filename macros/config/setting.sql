@@ -6,6 +6,18 @@
     {{ return(var('entity_state__' ~ name)) }}
 {% endmacro %}
 
+{#- A setting that must be a positive integer: its value, or the compile stops with the var's name and `meaning`
+    (what the number counts). -#}
+{% macro positive_integer_setting(name, meaning) %}
+    {%- set value = entity_state.setting(name) -%}
+    {%- if value is not number or value is boolean or value | int != value or value < 1 -%}
+        {{ exceptions.raise_compiler_error(
+            "var entity_state__" ~ name ~ " must be a positive integer (" ~ meaning ~ "), got " ~ value
+        ) }}
+    {%- endif -%}
+    {{ return(value | int) }}
+{% endmacro %}
+
 {% macro _refuse_renamed_vars() %}
     {%- set buckets_gone = "it is gone: entity_state_current is a view over entity_state_current_log, which each "
         ~ "run appends to and entity_state__compact_after_windows compacts; the log's own buckets by entity, which "

@@ -31,7 +31,9 @@
     {%- set declared = entity_state._declared_window(model) -%}
     {%- do entity_state._assert_bounds_are_dependencies(declared) -%}
     {#- read on every run, so a wrong value stops the first run rather than the one that would compact -#}
-    {%- set compact_after_windows = entity_state._compact_after_windows() if declared.compacted_log else none -%}
+    {%- set compact_after_windows = entity_state.positive_integer_setting(
+        'compact_after_windows', 'how many windows entity_state_current_log holds before a run compacts it'
+    ) if declared.compacted_log else none -%}
     {%- set is_stored = entity_state.has_stored_state() -%}
     {%- set properties = entity_state.table_properties(this) if is_stored else {} -%}
     {%- set recorded = entity_state._recorded_watermark(properties) -%}
@@ -155,19 +157,6 @@
             else 1 if is_built or compacts else (logged_windows or 0) | int + 1,
     }}) -%}
     {{ return(window) }}
-{% endmacro %}
-
-{#- How many windows a `compacted_log` holds before a run writes every entity's row again: the var
-    entity_state__compact_after_windows, a positive integer. -#}
-{% macro _compact_after_windows() %}
-    {%- set windows = entity_state.setting('compact_after_windows') -%}
-    {%- if windows is not number or windows is boolean or windows | int != windows or windows < 1 -%}
-        {{ exceptions.raise_compiler_error(
-            "var entity_state__compact_after_windows must be a positive integer (how many windows "
-            ~ "entity_state_current_log holds before a run compacts it), got " ~ windows
-        ) }}
-    {%- endif -%}
-    {{ return(windows | int) }}
 {% endmacro %}
 
 {#- The bound of a repair's read that a table (its `properties`, table_properties) recorded for the same window and

@@ -1,16 +1,3 @@
-{#- The number of buckets by entity entity_state_current_log is stored in: the var entity_state__log_buckets, a
-    positive integer. Read when the project is parsed (the model's config), so a wrong value stops every command. -#}
-{% macro log_buckets() %}
-    {%- set buckets = entity_state.setting('log_buckets') -%}
-    {%- if buckets is not number or buckets is boolean or buckets | int != buckets or buckets < 1 -%}
-        {{ exceptions.raise_compiler_error(
-            "var entity_state__log_buckets must be a positive integer (how many buckets by entity "
-            ~ "entity_state_current_log is stored in), got " ~ buckets
-        ) }}
-    {%- endif -%}
-    {{ return(buckets | int) }}
-{% endmacro %}
-
 {#- Says in the run's log when `relation`, a table already stored, is not bucketed as its model's config asks
     (`buckets`): Spark writes a table as it was created, so a table built before the setting (or before a change of
     it) keeps its layout until it is built again. Reads the `Num Buckets` line of dbt's listing of the schema

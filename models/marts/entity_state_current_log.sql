@@ -4,7 +4,9 @@
         incremental_strategy=entity_state.state_write_strategy('new_partition'),
         partition_by=['emitted_window'],
         clustered_by=['tenant_id', 'entity_id'],
-        buckets=entity_state.log_buckets(),
+        buckets=entity_state.positive_integer_setting(
+            'log_buckets', 'how many buckets by entity entity_state_current_log is stored in'
+        ),
         pre_hook=["{{ entity_state.record_write_intent() }}"],
         post_hook=[
             "{{ entity_state.record_watermark() }}",
