@@ -92,7 +92,7 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
     statuses = _statuses(audit)
     assert statuses["int_entity_state_recomputed"] == "success"
     assert statuses["assert_state_matches_full_recompute"] == "pass"
-    assert statuses["not_null_stg_landing_events_ingested_at"] == "pass"
+    assert statuses["not_null_columns_stg_landing_events"] == "pass"
     assert statuses["assert_every_landed_batch_is_counted"] == "pass"
     assert (
         statuses["unique_combination_of_columns_entity_state_segments_tenant_id__entity_id__start_time__state_id"]

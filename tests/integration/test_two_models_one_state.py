@@ -167,9 +167,19 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
         f"select tenant_id, entity_id, state_id, 'Z', start_time, end_time, last_event_ts, closed_ingested_at, "
         f"repaired_through_ingested_at, emitted_window from {project.schema}.entity_state_segments limit 1"
     )
+    # and a stay that lost when the event that closed it arrived: the null check names the column
+    project.execute(
+        f"insert into {project.schema}.entity_state_segments partition (emitted_window) "
+        f"select tenant_id, entity_id, state_id, next_state_id, start_time, end_time, last_event_ts, null, "
+        f"repaired_through_ingested_at, emitted_window from {project.schema}.entity_state_segments "
+        f"where state_id = 'A' and next_state_id = 'B'"
+    )
     result = project.dbt("test", expect_success=False)
-    failed = {r.node.name for r in result.result if r.status == "fail"}
+    failed = {r.node.name: r for r in result.result if r.status == "fail"}
     assert any(name.startswith("assert_state_matches_full_recompute") for name in failed), failed
+    null_check = failed["not_null_columns_entity_state_segments"]
+    assert null_check.failures == 1
+    assert [row["null_columns"] for row in project.query(null_check.node.compiled_code)] == ["closed_ingested_at"]
     assert not result.success
 
 
