@@ -67,11 +67,13 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
     # only the checks of entity_state_current_log (a row per entity and window) and entity_state_daily (one per
     # tenant, state and day), and the per-batch warnings on recent batches: no staging column tests over all landed
     # rows, nothing over all closed stays, no audit
-    assert {name for name in tests if "entity_state_current" not in name and "entity_state_daily" not in name} == {
+    assert {name for name in tests if "entity_state_current" not in name} == {
+        "assert_time_in_state_days_are_valid",
         "batch_share_at_most_entity_state_batches_rows_rejected__max_rejected_share",
         "batch_share_at_most_entity_state_batches_rows_late__max_late_share",
         "warn_stale_entities_per_tenant",
     }
+    assert tests["assert_time_in_state_days_are_valid"] == "pass"
     log_key = "unique_combination_of_columns_entity_state_current_log_tenant_id__entity_id__emitted_window"
     assert tests[log_key] == "pass"
 
