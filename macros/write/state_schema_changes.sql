@@ -6,12 +6,26 @@
     the message here names the differences and the two safe ways out. `stored_columns` are the table's columns
     (adapter.get_columns_in_relation, one `describe`), which the materialization then writes in that order. -#}
 {% macro fail_on_state_schema_change(target_relation, stored_columns) %}
+    {%- set differences = entity_state._contract_differences(stored_columns) -%}
+    {%- if differences -%}
+        {{ exceptions.raise_compiler_error(
+            "The columns of the state table " ~ target_relation ~ " no longer match its model "
+            ~ "(on_schema_change='fail'); nothing was written. " ~ differences
+            ~ " A state table is never altered to fit: undo the change to the table by hand, or rebuild it from the "
+            ~ "landed history with `dbt run --full-refresh -s " ~ model.name ~ "`."
+        ) }}
+    {%- endif -%}
+{% endmacro %}
+
+{#- How `columns` (a table's, adapter.get_columns_in_relation) differ from the ones the model's yml declares, in
+    names and types, as a sentence per kind of difference; an empty string when they are the same. -#}
+{% macro _contract_differences(columns) %}
     {%- set declared = {} -%}
     {%- for column in model['columns'].values() -%}
         {%- do declared.update({column['name'] | lower: (column['data_type'] or '') | lower | replace(' ', '')}) -%}
     {%- endfor -%}
     {%- set stored = {} -%}
-    {%- for column in stored_columns -%}
+    {%- for column in columns -%}
         {%- do stored.update({column.name | lower: column.dtype | lower | replace(' ', '')}) -%}
     {%- endfor -%}
     {%- set in_table, in_model, retyped = [], [], [] -%}
@@ -25,17 +39,14 @@
             {%- do retyped.append(name ~ ' (the model gives ' ~ data_type ~ ')') -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- if in_table or in_model or retyped -%}
-        {{ exceptions.raise_compiler_error(
-            "The columns of the state table " ~ target_relation ~ " no longer match its model "
-            ~ "(on_schema_change='fail'); nothing was written. "
-            ~ "Only in the table: " ~ (in_table | join(', ') or 'none') ~ ". "
-            ~ "Only in the model: " ~ (in_model | join(', ') or 'none') ~ ". "
-            ~ "Other type in the table: " ~ (retyped | join(', ') or 'none') ~ ". "
-            ~ "A state table is never altered to fit: undo the change to the table by hand, or rebuild it from the "
-            ~ "landed history with `dbt run --full-refresh -s " ~ model.name ~ "`."
-        ) }}
+    {%- if not (in_table or in_model or retyped) -%}
+        {{ return('') }}
     {%- endif -%}
+    {{ return(
+        "Only in the table: " ~ (in_table | join(', ') or 'none') ~ ". "
+        ~ "Only in the model: " ~ (in_model | join(', ') or 'none') ~ ". "
+        ~ "Other type in the table: " ~ (retyped | join(', ') or 'none') ~ "."
+    ) }}
 {% endmacro %}
 
 {#- The stored table's columns, checked against the model's as fail_on_state_schema_change does, when the model asks

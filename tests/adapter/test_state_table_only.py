@@ -89,3 +89,60 @@ def _run_and_collect_sql() -> dict[str, str]:
 def _ids(project, model: str) -> list[int]:
     relation = relation_from_name(project.adapter, model)
     return [row[0] for row in project.run_sql(f"select id from {relation} order by id", fetch="all")]
+
+
+_CONTRACTED_MODEL = """
+{{ config(materialized='state_table', incremental_strategy='append', file_format='parquet') }}
+select cast(1 as bigint) as id, 'run' as msg
+"""
+
+_CONTRACTS = """
+version: 2
+models:
+  - name: kept_contract
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: bigint}
+      - {name: msg, data_type: string}
+  - name: broken_contract
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: string}
+      - {name: msg, data_type: string}
+      - {name: note, data_type: string}
+"""
+
+
+class TestStateTableContract:
+    """A state table with an enforced contract is built without dbt's empty query beforehand (it would plan the
+    model's query a second time) and held to the contract by its built table's columns: a table that breaks it is
+    dropped, and the run stops naming the differences."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "kept_contract.sql": _CONTRACTED_MODEL,
+            "broken_contract.sql": _CONTRACTED_MODEL,
+            "contracts.yml": _CONTRACTS,
+        }
+
+    def test_the_built_table_is_held_to_the_contract(self, project):
+        sql: dict[str, str] = defaultdict(str)
+
+        def collect(event: EventMsg) -> None:
+            if event.info.name == "SQLQuery" and event.data.conn_name.startswith("model."):
+                sql[event.data.conn_name.rsplit(".", 1)[-1]] += event.data.sql + "\n"
+
+        results = run_dbt(["run"], expect_pass=False, callbacks=[collect])
+        status = {result.node.name: result for result in results}
+        assert str(status["kept_contract"].status) == "success"
+        assert "where false" not in sql["kept_contract"], "the query was planned again for dbt's contract check"
+        assert _ids(project, "kept_contract") == [1]
+
+        broken = status["broken_contract"]
+        assert str(broken.status) == "error"
+        assert "has an enforced contract, and the table its query built breaks it" in broken.message
+        assert "Only in the model: note string" in broken.message
+        assert "Other type in the table: id (the model gives string)" in broken.message
+        tables = {row[1] for row in project.run_sql(f"show tables in {project.test_schema}", fetch="all")}
+        assert not {table for table in tables if table.startswith("broken_contract")}, tables
