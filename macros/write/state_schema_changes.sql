@@ -18,16 +18,26 @@
 {% endmacro %}
 
 {#- How `columns` (a table's, adapter.get_columns_in_relation) differ from the ones the model's yml declares, in
-    names and types, as a sentence per kind of difference; an empty string when they are the same. -#}
+    names and types (both lowercase, without spaces), as a sentence per kind of difference; an empty string when they
+    are the same. Types are first compared as written, which needs no query. Only where one differs are the yml's
+    types read back from Spark (`describe query` of dbt's `cast(null as ...)` select: analysed, not run), so that an
+    alias such as `integer`, `long` or `dec(10,2)` is compared as the type Spark makes of it, as dbt's own contract
+    check compares them. -#}
 {% macro _contract_differences(columns) %}
-    {%- set declared = {} -%}
-    {%- for column in model['columns'].values() -%}
-        {%- do declared.update({column['name'] | lower: (column['data_type'] or '') | lower | replace(' ', '')}) -%}
+    {%- set declared = entity_state._column_types(model['columns'].values(), 'data_type') -%}
+    {%- set stored = entity_state._column_types(columns, 'dtype') -%}
+    {%- set written_otherwise = [] -%}
+    {%- for name, data_type in declared.items() if name in stored and stored[name] != data_type -%}
+        {%- do written_otherwise.append(name) -%}
     {%- endfor -%}
-    {%- set stored = {} -%}
-    {%- for column in columns -%}
-        {%- do stored.update({column.name | lower: column.dtype | lower | replace(' ', '')}) -%}
-    {%- endfor -%}
+    {%- if written_otherwise -%}
+        {%- call statement('contract_types_as_spark_gives_them', fetch_result=True) -%}
+            describe query {{ get_empty_schema_sql(model['columns']) }}
+        {%- endcall -%}
+        {%- for row in load_result('contract_types_as_spark_gives_them').table.rows -%}
+            {%- do declared.update({row[0] | lower: row[1] | lower | replace(' ', '')}) -%}
+        {%- endfor -%}
+    {%- endif -%}
     {%- set in_table, in_model, retyped = [], [], [] -%}
     {%- for name, data_type in stored.items() if name not in declared -%}
         {%- do in_table.append(name ~ ' ' ~ data_type) -%}
@@ -36,7 +46,7 @@
         {%- if name not in stored -%}
             {%- do in_model.append(name ~ ' ' ~ data_type) -%}
         {%- elif stored[name] != data_type -%}
-            {%- do retyped.append(name ~ ' (the model gives ' ~ data_type ~ ')') -%}
+            {%- do retyped.append(name ~ ' ' ~ stored[name] ~ ' (the model gives ' ~ data_type ~ ')') -%}
         {%- endif -%}
     {%- endfor -%}
     {%- if not (in_table or in_model or retyped) -%}
@@ -47,6 +57,16 @@
         ~ "Only in the model: " ~ (in_model | join(', ') or 'none') ~ ". "
         ~ "Other type in the table: " ~ (retyped | join(', ') or 'none') ~ "."
     ) }}
+{% endmacro %}
+
+{#- Column name -> type of `columns`, both lowercase and the type without spaces, its type read from the attribute
+    `type_attribute`: `data_type` for the yml's columns, `dtype` for a table's. -#}
+{% macro _column_types(columns, type_attribute) %}
+    {%- set types = {} -%}
+    {%- for column in columns -%}
+        {%- do types.update({column['name'] | lower: (column[type_attribute] or '') | lower | replace(' ', '')}) -%}
+    {%- endfor -%}
+    {{ return(types) }}
 {% endmacro %}
 
 {#- The stored table's columns, checked against the model's as fail_on_state_schema_change does, when the model asks

@@ -1,26 +1,26 @@
 {#- The materialization of this project's state tables (`materialized='state_table'`). It is dbt-spark's incremental
-    materialization (dbt-spark 1.11.0) under a name of its own, so that it applies to the state models only: a
-    user's own incremental models, in this project or in one that uses it as a package, keep dbt-spark's behaviour,
-    and a package needs no override of a built-in materialization (which dbt refuses since 1.8 unless the root
-    project allows it). Its models ask `entity_state.has_stored_state()` where others ask `is_incremental()`.
-    Changes against dbt-spark's: a new table is built aside under a name of its own and renamed into place, instead
-    of being created under the model's name. For a full refresh of an existing table the old one is swapped out with
-    a second rename, instead of being dropped first: a full refresh that fails while building leaves the old table,
-    with its watermark, as it was; one killed between the two renames leaves no table under the model's name, and
-    the next run rebuilds it from the landed history. The aside name is unique per invocation because a build killed
-    midway leaves files in its folder, which would block a table of the same name: so a first run killed while it
-    builds is repaired by a plain rerun too. An enforced contract is checked on the table built aside, by one
-    `describe`, rather than by dbt-spark's empty query before the build (_build_state_table). It also accepts the strategy `insert_new_partition` (see
-    macros/write/write_strategy.sql), follows the model's write plan (write_plan: a table is rebuilt as a full refresh
-    does when the plan says `rebuild`, and nothing is written to an existing table when it says
-    `is_window_empty`, or `writes_no_rows` after checking the table's columns where the model asks for that check),
-    forgets what the run memo holds of the table's properties when it builds the table anew and after hooks that
-    changed them (forget_table_properties), sets dbt-spark's partition overwrite mode only before the write it serves
-    (so an empty window sends no statement for it), and words on_schema_change='fail' for state tables
-    (fail_on_state_schema_change), which, with an enforced contract, then write from the model's query without
-    dbt-spark's temporary view. Under `--empty` it only checks an existing table (its query planned,
-    its columns), and builds a missing one only where no other state table exists from before the run. Keep the
-    rest in step with dbt-spark when upgrading it. -#}
+    materialization (dbt-spark 1.11.0) under a name of its own, so that it applies to the state models only: a user's
+    own incremental models, in this project or in one that uses it as a package, keep dbt-spark's behaviour, and a
+    package needs no override of a built-in materialization (which dbt refuses since 1.8 unless the root project
+    allows it). Its models ask `entity_state.has_stored_state()` where others ask `is_incremental()`. Changes against
+    dbt-spark's: a new table is built aside under a name of its own and renamed into place, instead of being created
+    under the model's name. For a full refresh of an existing table the old one is swapped out with a second rename,
+    instead of being dropped first: a full refresh that fails while building leaves the old table, with its watermark,
+    as it was; one killed between the two renames leaves no table under the model's name, and the next run rebuilds it
+    from the landed history. The aside name is unique per invocation because a build killed midway leaves files in its
+    folder, which would block a table of the same name: so a first run killed while it builds is repaired by a plain
+    rerun too. A view standing at the model's name is dropped only once its table is built aside. An enforced contract
+    is checked on the table built aside, by one `describe`, rather than by dbt-spark's empty query before the build
+    (_build_state_table). It also accepts the strategy `insert_new_partition` (see macros/write/write_strategy.sql),
+    follows the model's write plan (write_plan: a table is rebuilt as a full refresh does when the plan says
+    `rebuild`, and nothing is written to an existing table when it says `is_window_empty`, or `writes_no_rows` after
+    checking the table's columns where the model asks for that check), forgets what the run memo holds of the table's
+    properties when it builds the table anew and after hooks that changed them (forget_table_properties), sets
+    dbt-spark's partition overwrite mode only before the write it serves (so an empty window sends no statement for
+    it), and words on_schema_change='fail' for state tables (fail_on_state_schema_change), which, with an enforced
+    contract, then write from the model's query without dbt-spark's temporary view. Under `--empty` it only checks an
+    existing table (its query planned, its columns), and builds a missing one only where no other state table exists
+    from before the run. Keep the rest in step with dbt-spark when upgrading it. -#}
 {% materialization state_table, adapter='spark', supported_languages=['sql'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -89,9 +89,10 @@
     {% do adapter.rename_relation(rebuild_relation, target_relation) %}
     {% do persist_constraints(target_relation, model) %}
   {%- elif existing_relation.is_view -%}
-    {#-- a view holds no state: replace it --#}
+    {#-- a view holds no state: replace it, once the table that replaces it is built aside --#}
+    {%- do entity_state._build_state_table(rebuild_relation) -%}
     {% do adapter.drop_relation(existing_relation) %}
-    {%- do entity_state._build_state_table(target_relation.incorporate(type='table')) -%}
+    {% do adapter.rename_relation(rebuild_relation, target_relation) %}
     {% do persist_constraints(target_relation, model) %}
   {%- elif should_full_refresh() or plan.get('rebuild') is not none -%}
     {#-- entity_state: build the new table aside, then swap it in (see the comment at the top) --#}
@@ -168,10 +169,12 @@
 {#- Builds a state table at `relation` from the model's query (the materialization's `main` statement): dbt-spark's
     `create table ... as`, the branch of spark__create_table_as for the formats that create a table once, without
     the contract check dbt-spark runs first, which plans the whole query a second time in an empty `select`
-    (0.1-0.3 s per build here). The built table's columns are held to the contract instead, by one `describe`, with
-    the same names and types dbt's check compares; a table that breaks it is dropped before the run stops, so it
-    never takes the model's name. A model without an enforced contract, or in a format that replaces tables, is
-    built by dbt-spark's create_table_as as it is. -#}
+    (0.1-0.3 s per build here). The built table's columns are held to the contract by one `describe`: their names
+    and types (_contract_differences), and their order, which dbt-spark would impose by selecting the yml's columns
+    from the query, and which here the query must give (a select of the yml's columns around it would also drop,
+    unseen, a column the query has and the yml lacks). A table that breaks the contract is dropped before the run
+    stops, and since `relation` is always the name aside, it never takes the model's name. A model without an enforced contract, or in a format that replaces tables, is built by dbt-spark's
+    create_table_as as it is. -#}
 {% macro _build_state_table(relation) %}
     {%- if not model['contract']['enforced'] or config.get('file_format', 'parquet') in ['delta', 'iceberg'] -%}
         {%- call statement('main') -%}
@@ -191,7 +194,14 @@
         as
         {{ model.compiled_code }}
     {%- endcall -%}
-    {%- set differences = entity_state._contract_differences(adapter.get_columns_in_relation(relation)) -%}
+    {%- set built_columns = adapter.get_columns_in_relation(relation) -%}
+    {%- set differences = entity_state._contract_differences(built_columns) -%}
+    {%- set built_order = built_columns | map(attribute='name') | map('lower') | list -%}
+    {%- set declared_order = model['columns'].values() | map(attribute='name') | map('lower') | list -%}
+    {%- if not differences and built_order != declared_order -%}
+        {%- set differences = "The query gives the columns in another order (" ~ built_order | join(', ')
+            ~ ") than the yml (" ~ declared_order | join(', ') ~ "): a state table keeps the yml's order." -%}
+    {%- endif -%}
     {%- if differences -%}
         {% do adapter.drop_relation(relation) %}
         {{ exceptions.raise_compiler_error(

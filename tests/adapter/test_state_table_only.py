@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from dbt.tests.util import relation_from_name, run_dbt
+from dbt.tests.util import relation_from_name, run_dbt, write_file
 from dbt_common.events.base_types import EventMsg
 
 _USER_MODEL = """
@@ -96,6 +96,11 @@ _CONTRACTED_MODEL = """
 select cast(1 as bigint) as id, 'run' as msg
 """
 
+_REORDERED_MODEL = """
+{{ config(materialized='state_table', incremental_strategy='append', file_format='parquet') }}
+select 'run' as msg, cast(1 as bigint) as id
+"""
+
 _CONTRACTS = """
 version: 2
 models:
@@ -104,29 +109,45 @@ models:
     columns:
       - {name: id, data_type: bigint}
       - {name: msg, data_type: string}
+  - name: aliased_contract
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: long}
+      - {name: msg, data_type: STRING}
+  - name: reordered_contract
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: bigint}
+      - {name: msg, data_type: string}
   - name: broken_contract
     config: {contract: {enforced: true}}
     columns:
       - {name: id, data_type: string}
-      - {name: msg, data_type: string}
       - {name: note, data_type: string}
 """
 
 
 class TestStateTableContract:
     """A state table with an enforced contract is built without dbt's empty query beforehand (it would plan the
-    model's query a second time) and held to the contract by its built table's columns: a table that breaks it is
-    dropped, and the run stops naming the differences."""
+    model's query a second time) and held to the contract by its built table's columns: their names, their types
+    as Spark reads the yml's, their order. A table that breaks it is dropped before it takes the model's name, and
+    the run stops naming the differences, leaving what stood at the name (a view, or the table a full refresh would
+    replace)."""
 
     @pytest.fixture(scope="class")
     def models(self):
         return {
             "kept_contract.sql": _CONTRACTED_MODEL,
+            "aliased_contract.sql": _CONTRACTED_MODEL,
+            "reordered_contract.sql": _REORDERED_MODEL,
             "broken_contract.sql": _CONTRACTED_MODEL,
             "contracts.yml": _CONTRACTS,
         }
 
     def test_the_built_table_is_held_to_the_contract(self, project):
+        schema = project.test_schema
+        run_dbt(["parse"])  # registers the adapter that project.run_sql uses
+        project.run_sql(f"create view {schema}.broken_contract as select 1 as stood_here")
         sql: dict[str, str] = defaultdict(str)
 
         def collect(event: EventMsg) -> None:
@@ -137,12 +158,42 @@ class TestStateTableContract:
         status = {result.node.name: result for result in results}
         assert str(status["kept_contract"].status) == "success"
         assert "where false" not in sql["kept_contract"], "the query was planned again for dbt's contract check"
+        assert "describe query" not in sql["kept_contract"], "the yml's types were read back though none differed"
+        assert _columns(project, "kept_contract") == [("id", "bigint"), ("msg", "string")]
         assert _ids(project, "kept_contract") == [1]
+
+        assert str(status["aliased_contract"].status) == "success", status["aliased_contract"].message
+        assert "describe query" in sql["aliased_contract"]
+        assert _columns(project, "aliased_contract") == [("id", "bigint"), ("msg", "string")]
+
+        reordered = status["reordered_contract"]
+        assert str(reordered.status) == "error"
+        assert "The query gives the columns in another order (msg, id) than the yml (id, msg)" in reordered.message
+        assert _tables_like(project, "reordered_contract") == set()
 
         broken = status["broken_contract"]
         assert str(broken.status) == "error"
         assert "has an enforced contract, and the table its query built breaks it" in broken.message
+        assert "Only in the table: msg string" in broken.message
         assert "Only in the model: note string" in broken.message
-        assert "Other type in the table: id (the model gives string)" in broken.message
-        tables = {row[1] for row in project.run_sql(f"show tables in {project.test_schema}", fetch="all")}
-        assert not {table for table in tables if table.startswith("broken_contract")}, tables
+        assert "Other type in the table: id bigint (the model gives string)" in broken.message
+        assert _tables_like(project, "broken_contract") == {"broken_contract"}, "the view was not left in place"
+        assert project.run_sql(f"select stood_here from {schema}.broken_contract", fetch="all") == [(1,)]
+
+        retyped = _CONTRACTS.replace("{name: id, data_type: bigint}", "{name: id, data_type: int}", 1)
+        write_file(retyped, project.project_root, "models", "contracts.yml")
+        results = run_dbt(["run", "--full-refresh", "-s", "kept_contract"], expect_pass=False)
+        assert "Other type in the table: id bigint (the model gives int)" in results[0].message
+        assert _tables_like(project, "kept_contract") == {"kept_contract"}, "the table a full refresh replaces went"
+        assert _ids(project, "kept_contract") == [1]
+
+
+def _columns(project, model: str) -> list[tuple[str, str]]:
+    relation = relation_from_name(project.adapter, model)
+    return [(row[0], row[1]) for row in project.run_sql(f"describe {relation}", fetch="all")]
+
+
+def _tables_like(project, prefix: str) -> set[str]:
+    """What stands in the schema (tables and views) under a name that starts with `prefix`."""
+    rows = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
+    return {row[1] for row in rows if row[1].startswith(prefix)}
