@@ -64,18 +64,19 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
     statuses = _statuses(scheduled)
     assert {name for name, status in statuses.items() if status == "success"} == SCHEDULED_MODELS
     tests = {name: status for name, status in statuses.items() if name not in SCHEDULED_MODELS}
-    # only the checks of entity_state_current_log (a row per entity and window) and entity_state_daily (one per
-    # tenant, state and day), and the per-batch warnings on recent batches: no staging column tests over all landed
-    # rows, nothing over all closed stays, no audit
-    assert {name for name in tests if "entity_state_current" not in name} == {
+    # only the checks of entity_state_current_log (a row per entity and window), the one of entity_state_daily (a
+    # row per tenant, state and day), and the per-batch warnings on recent batches: no staging column tests over all
+    # landed rows, nothing over all closed stays, no audit
+    assert {name for name in tests if "entity_state_current_log" not in name} == {
         "assert_time_in_state_days_are_valid",
         "batch_share_at_most_entity_state_batches_rows_rejected__max_rejected_share",
         "batch_share_at_most_entity_state_batches_rows_late__max_late_share",
         "warn_stale_entities_per_tenant",
     }
-    assert tests["assert_time_in_state_days_are_valid"] == "pass"
     log_key = "unique_combination_of_columns_entity_state_current_log_tenant_id__entity_id__emitted_window"
-    assert tests[log_key] == "pass"
+    for name in (log_key, "not_null_columns_entity_state_current_log", "assert_time_in_state_days_are_valid"):
+        assert tests[name] == "pass", name
+    assert all(status == "pass" for name, status in tests.items() if "entity_state_current_log" in name), tests
 
     # the bad batch warns on both shares; the failing rows are stored for whoever looks at the warning
     warned = {r.node.name: r for r in scheduled.result if str(r.status) == "warn"}

@@ -174,13 +174,20 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
         f"repaired_through_ingested_at, emitted_window from {project.schema}.entity_state_segments "
         f"where state_id = 'A' and next_state_id = 'B'"
     )
-    # and a day of the time in state counted twice
+    # and a day of the time in state counted twice, and one long past with no state and negative seconds
     daily = f"{project.schema}.entity_state_daily_counted"
     project.execute(f"insert into {daily} select * from {daily} limit 1")
+    project.execute(
+        f"insert into {daily} select tenant_id, null, date'2000-01-01', -1.0d, stays_started, stays_ended, "
+        f"entities_in_state, counted_at, counted_through_ingested_at from {daily} limit 1"
+    )
     result = project.dbt("test", expect_success=False)
     failed = {r.node.name: r for r in result.result if r.status == "fail"}
     daily_check = failed["assert_time_in_state_days_are_valid"]
-    assert {row["problems"] for row in project.query(daily_check.node.compiled_code)} == {"the day has several rows"}
+    assert {row["problems"] for row in project.query(daily_check.node.compiled_code)} == {
+        "the day has several rows",
+        "a key is null, seconds_in_state is out of range",
+    }
     assert any(name.startswith("assert_state_matches_full_recompute") for name in failed), failed
     null_check = failed["not_null_columns_entity_state_segments"]
     assert null_check.failures == 1

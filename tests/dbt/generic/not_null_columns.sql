@@ -1,6 +1,6 @@
 {% test not_null_columns(model, column_names) %}
-{%- if not column_names -%}
-    {{ exceptions.raise_compiler_error('not_null_columns needs a non-empty column_names list') }}
+{%- if not column_names or column_names is string -%}
+    {{ exceptions.raise_compiler_error('not_null_columns needs column_names, a non-empty list of column names') }}
 {%- endif -%}
 with
 
