@@ -750,7 +750,8 @@ def _sorted(table: pa.Table) -> pa.Table:
 
 
 def fixed_cost(results: Results, sizes: dict, out: Path) -> None:
-    """Row 4: an empty batch and a 1k-event batch, through the CLI, the in-process runner and bare PySpark."""
+    """Row 4: an empty batch and a 1k-event batch, through the CLI, the in-process runner and bare PySpark, and the
+    in-process scheduled build (`dbt build --selector scheduled`) of 1k-event batches."""
     workspace = Workspace(out, "fixed")
     stream = EventStream(StreamConfig(entities=sizes["entities"], **NOISE))
     workspace.land(stream, sizes["fixed_history"], "history")
