@@ -173,8 +173,8 @@
     and types (_contract_differences), and their order, which dbt-spark would impose by selecting the yml's columns
     from the query, and which here the query must give (a select of the yml's columns around it would also drop,
     unseen, a column the query has and the yml lacks). A table that breaks the contract is dropped before the run
-    stops, and since `relation` is always the name aside, it never takes the model's name. A model without an enforced contract, or in a format that replaces tables, is built by dbt-spark's
-    create_table_as as it is. -#}
+    stops, and since `relation` is always the name aside, it never takes the model's name. A model without an
+    enforced contract, or in a format that replaces tables, is built by dbt-spark's create_table_as as it is. -#}
 {% macro _build_state_table(relation) %}
     {%- if not model['contract']['enforced'] or config.get('file_format', 'parquet') in ['delta', 'iceberg'] -%}
         {%- call statement('main') -%}

@@ -49,8 +49,8 @@ class TestStateTableOnly:
             "materialization macros resolved from the wrong packages"
         )
 
-        first = _run_and_collect_sql()
-        second = _run_and_collect_sql()
+        _, first = _run_and_collect_sql()
+        _, second = _run_and_collect_sql()
         schema = project.test_schema
 
         for model in ("user_append", "user_insert_overwrite"):
@@ -74,16 +74,16 @@ class TestStateTableOnly:
         assert project.run_sql(f"show tables in {schema} like 'landing_events'", fetch="all")
 
 
-def _run_and_collect_sql() -> dict[str, str]:
-    """One `dbt run`; the SQL each model sent, by model name."""
+def _run_and_collect_sql(*, expect_pass: bool = True) -> tuple[list, dict[str, str]]:
+    """One `dbt run`: its results, and the SQL each model sent, by model name."""
     sql: dict[str, str] = defaultdict(str)
 
     def collect(event: EventMsg) -> None:
         if event.info.name == "SQLQuery" and event.data.conn_name.startswith("model."):
             sql[event.data.conn_name.rsplit(".", 1)[-1]] += event.data.sql + "\n"
 
-    run_dbt(["run"], callbacks=[collect])
-    return sql
+    results = run_dbt(["run"], expect_pass=expect_pass, callbacks=[collect])
+    return results, sql
 
 
 def _ids(project, model: str) -> list[int]:
@@ -148,13 +148,7 @@ class TestStateTableContract:
         schema = project.test_schema
         run_dbt(["parse"])  # registers the adapter that project.run_sql uses
         project.run_sql(f"create view {schema}.broken_contract as select 1 as stood_here")
-        sql: dict[str, str] = defaultdict(str)
-
-        def collect(event: EventMsg) -> None:
-            if event.info.name == "SQLQuery" and event.data.conn_name.startswith("model."):
-                sql[event.data.conn_name.rsplit(".", 1)[-1]] += event.data.sql + "\n"
-
-        results = run_dbt(["run"], expect_pass=False, callbacks=[collect])
+        results, sql = _run_and_collect_sql(expect_pass=False)
         status = {result.node.name: result for result in results}
         assert str(status["kept_contract"].status) == "success"
         assert "where false" not in sql["kept_contract"], "the query was planned again for dbt's contract check"
