@@ -107,6 +107,10 @@ DURATIONS := --durations=10 --durations-min=5
 # two of them share the two cores, and G1's concurrent threads took CPU the other process needed. Integration suite
 # 16:53 against 19:44 with G1 (BENCHMARKS.md, "The test suite: where its CPU goes").
 test-integration test-adapter: export ENTITY_STATE_DRIVER_JAVA_OPTIONS ?= -XX:+UseSerialGC
+# Each pytest process keeps its Spark driver for all its tests: the JVM's default compiler, not the profile's choice
+# for a `dbt` command (BENCHMARKS.md, "the quick compiler for a driver that runs dbt once"). Tests that start dbt
+# processes of their own give them what a user's command gets.
+test-integration test-adapter: export ENTITY_STATE_DRIVER_KEPT_ALIVE ?= true
 
 # Two pytest processes (pytest-xdist), each with its own Spark session, warehouse and metastore. Tests are handed out
 # one at a time, the longest first (tests/integration/conftest.py orders them), so neither process sits idle while the

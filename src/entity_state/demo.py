@@ -199,6 +199,9 @@ def demo_environment(folder: Path) -> Iterator[None]:
     settings = {"ENTITY_STATE_LANDING_DIR": str(folder), "ENTITY_STATE_SCHEMA": DEMO_SCHEMA}
     # run outside make (which exports it), dbt would look for ~/.dbt/profiles.yml and stop without a word here
     settings["DBT_PROFILES_DIR"] = os.environ.get("DBT_PROFILES_DIR") or str(Path("profiles").resolve())
+    # the demo's dbt calls share one Spark driver: Java's default compiler, as for any driver kept alive (the profile
+    # gives a single `dbt` command the quick one), unless the environment says otherwise
+    settings["ENTITY_STATE_DRIVER_KEPT_ALIVE"] = os.environ.get("ENTITY_STATE_DRIVER_KEPT_ALIVE") or "true"
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:

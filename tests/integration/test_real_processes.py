@@ -79,20 +79,12 @@ class ProcessProject:
             # pytest process's next dbt call would again. Beside the home, so restoring a snapshot keeps it.
             "DBT_TARGET_PATH": str(home.parent / "dbt_target"),
             "TZ": "UTC",
-            # Each process here runs a few statements and dies: the C1 compiler alone and the serial collector start
-            # its JVM with less work (about a fifth less time per process on 2 cores), and what is tested (a SIGKILL
-            # of that JVM and a plain rerun) does not depend on how Java compiles Spark's code. C1 alone shrinks the
-            # code cache to 48 MB by default, which a full run's generated code can fill (the JVM then fails with
-            # "Out of space in CodeCache"): keep the tiered default size.
-            "JAVA_TOOL_OPTIONS": " ".join(
-                filter(
-                    None,
-                    [
-                        os.environ.get("JAVA_TOOL_OPTIONS"),
-                        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC",
-                    ],
-                )
-            ),
+            # Each process here runs a few statements and dies, as a user's `dbt` command: the profile's compiler for
+            # a driver that runs dbt once (`make test` sets the kept-alive one for its own pytest processes), and the
+            # serial collector, which starts the JVM with less work on 2 cores. What is tested (a SIGKILL of that
+            # JVM and a plain rerun) does not depend on how Java compiles Spark's code.
+            "ENTITY_STATE_DRIVER_KEPT_ALIVE": "false",
+            "ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:+UseSerialGC",
         }
 
     def land(self, batch: list[tuple[str, str, int]], ingested_minute: int) -> None:

@@ -1,5 +1,6 @@
 """Everyday use by a dbt team: the selectors (scheduled, audit), the per-batch warnings, source freshness, `--empty`,
-and the checks that stop a run with a clear message (a state table changed by hand, an old var name)."""
+and the checks that stop a run with a clear message (a state table changed by hand, an old var name, a mistyped
+setting)."""
 
 from __future__ import annotations
 
@@ -123,7 +124,9 @@ def test_source_freshness_passes_on_fresh_landing_and_errors_on_a_stale_one(proj
     assert [str(r.status) for r in result.result if r.node.resource_type == "source"] == ["pass"]
 
 
-def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_message(project):
+def test_a_state_table_changed_by_hand_or_an_old_or_wrong_setting_stops_the_run_with_a_clear_message(
+    project, monkeypatch
+):
     for old, new in (
         ("entity_state_buckets", "entity_state__compact_after_windows"),
         ("entity_state__buckets", "entity_state__compact_after_windows"),
@@ -147,6 +150,12 @@ def test_a_state_table_changed_by_hand_or_an_old_var_stops_the_run_with_a_clear_
     for wrong in ("0", "2.5", "true", "four"):
         result = project.dbt("run", "--vars", f"{{entity_state__log_buckets: {wrong}}}", expect_success=False)
         assert "var entity_state__log_buckets must be a positive integer" in str(result.exception), result.exception
+    # read by the profile, which cannot stop a run: the on-run-start hook does, before any model
+    monkeypatch.setenv("ENTITY_STATE_DRIVER_KEPT_ALIVE", "ture")
+    result = project.dbt("run", expect_success=False)
+    assert "ENTITY_STATE_DRIVER_KEPT_ALIVE must be true" in str(result.exception), result.exception
+    monkeypatch.setenv("ENTITY_STATE_DRIVER_KEPT_ALIVE", "True")
+    project.dbt("run", "-s", "stg_landing_events")
 
     landed: list[Event] = []
     arrival = _now() - timedelta(hours=1)

@@ -27,7 +27,9 @@ def test_dbt_output_has_no_spark_progress_bars_or_log_lines(tmp_path):
         "ENTITY_STATE_TARGET": "local",
         "ENTITY_STATE_SCHEMA": "entity_state_terminal",
     }
+    # a user's command: dbt finds the profile from its arguments, and the driver starts as for one invocation
     environment.pop("DBT_PROFILES_DIR", None)
+    environment.pop("ENTITY_STATE_DRIVER_KEPT_ALIVE", None)
     dbt = Path(sys.executable).with_name("dbt")
     arguments = ["show", "--inline", SLOW_QUERY, "--limit", "1"]
     arguments += ["--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR / "profiles")]

@@ -44,11 +44,13 @@ class RecordingDbt:
     returns two stays of acme/e-1."""
 
     calls: ClassVar[list[tuple[list[str], str | None, str | None]]] = []
+    kept_alive: ClassVar[list[str | None]] = []
 
     def invoke(self, args):
         RecordingDbt.calls.append(
             (args, os.environ.get("ENTITY_STATE_LANDING_DIR"), os.environ.get("ENTITY_STATE_SCHEMA"))
         )
+        RecordingDbt.kept_alive.append(os.environ.get("ENTITY_STATE_DRIVER_KEPT_ALIVE"))
         shown = SimpleNamespace(results=[SimpleNamespace(agate_table=STAYS)])
         return SimpleNamespace(success=True, result=shown)
 
@@ -63,6 +65,7 @@ def home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ENTITY_STATE_SCHEMA", "entity_state")
     monkeypatch.setattr("dbt.cli.main.dbtRunner", RecordingDbt)
     RecordingDbt.calls = []
+    RecordingDbt.kept_alive = []
     return tmp_path / "home"
 
 
@@ -109,6 +112,19 @@ def test_the_demo_lands_in_its_own_folder_and_schema_and_leaves_the_configured_o
     assert len({path.name for path in demo.iterdir()} - first) == 3
     assert len(list(demo.iterdir())) == 4
     assert _files(landed) == {"batch_mine.parquet": b"a batch somebody landed"}
+
+
+def test_the_demo_s_dbt_calls_share_a_driver_started_for_many_runs_unless_the_environment_says_otherwise(
+    home, monkeypatch
+):
+    monkeypatch.delenv("ENTITY_STATE_DRIVER_KEPT_ALIVE", raising=False)
+    assert run_demo(3, "acme", "e-1") == 0
+    assert RecordingDbt.kept_alive == ["true"] * len(RecordingDbt.calls)
+    assert "ENTITY_STATE_DRIVER_KEPT_ALIVE" not in os.environ
+    RecordingDbt.kept_alive = []
+    monkeypatch.setenv("ENTITY_STATE_DRIVER_KEPT_ALIVE", "false")
+    assert run_demo(3, "acme", "e-1") == 0
+    assert set(RecordingDbt.kept_alive) == {"false"}
 
 
 def test_a_demo_folder_without_the_marker_is_refused_and_left_as_it_is(home, capsys):

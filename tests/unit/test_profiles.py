@@ -1,11 +1,12 @@
 """The `local` profile keeps Spark's own output off the terminal (a real dbt process checks the effect:
-tests/integration/test_terminal_output.py)."""
+tests/integration/test_terminal_output.py) and starts its driver for one invocation or for many."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import jinja2
 import yaml
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -56,3 +57,22 @@ def test_the_local_cluster_starts_with_the_spark_sql_settings_of_the_local_profi
     }
     assert local, "the local profile has no spark.sql settings"
     assert {key: server.get(key) for key in local} == local
+
+
+def _driver_java_options(environment: dict[str, str]) -> str:
+    """The local profile's driver options as dbt renders them: env_var reads `environment`."""
+    template = jinja2.Template(_local_settings()["spark.driver.extraJavaOptions"])
+    return template.render(env_var=lambda name, default="": environment.get(name, default), flags={})
+
+
+def test_a_driver_that_runs_dbt_once_starts_with_the_quick_compiler_and_a_kept_alive_one_with_the_default():
+    one_run = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+    assert one_run in _driver_java_options({})
+    assert one_run in _driver_java_options({"ENTITY_STATE_DRIVER_KEPT_ALIVE": "false"})
+    for kept_alive in ("true", "True"):
+        assert "-XX:" not in _driver_java_options({"ENTITY_STATE_DRIVER_KEPT_ALIVE": kept_alive})
+    # options of the user's own come after, so that theirs win
+    options = _driver_java_options({"ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:TieredStopAtLevel=4"})
+    assert options.index(one_run) < options.index("-XX:TieredStopAtLevel=4")
+    # the benchmark's bare replay starts its driver as a `dbt` command's
+    assert f'ONE_RUN_COMPILER = "{one_run}"' in (PROFILES.parent / "bench" / "dbt_worker.py").read_text()
