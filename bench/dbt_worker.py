@@ -21,6 +21,9 @@ from pathlib import Path
 from entity_state.cluster import SQL_SETTINGS
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
+# the JVM options the local profile adds for a driver that runs dbt once (profiles/profiles.yml): the bare replay is a
+# new process, as the CLI run it replays, and its driver starts as that run's did
+ONE_RUN_COMPILER = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def serve() -> None:
@@ -79,7 +82,7 @@ def bare(statements_file: str) -> None:
         "spark.sql.warehouse.dir": f"{home}/warehouse",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}/metastore -Duser.timezone=UTC "
         f"-Dlog4j2.configurationFile={PROJECT_DIR}/profiles/log4j2.properties "
-        f"-Dentity_state.spark_log={home}/logs/spark.log",
+        f"-Dentity_state.spark_log={home}/logs/spark.log {ONE_RUN_COMPILER}",
         "spark.ui.showConsoleProgress": "false",
         **SQL_SETTINGS,
     }

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from run import NOISE, PROJECT_DIR, Workspace
+from run import KEPT_ALIVE, NOISE, PROJECT_DIR, Workspace
 
 from entity_state.generate import EventStream, StreamConfig
 
@@ -95,7 +95,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=12, help="statements listed, costliest first")
     args = parser.parse_args()
     workspace = Workspace(args.out.resolve(), "spark_jobs")
-    os.environ.update(workspace.env)
+    os.environ.update(workspace.env, **{KEPT_ALIVE: "true"})
     os.chdir(PROJECT_DIR)
     from dbt.cli.main import dbtRunner
 
