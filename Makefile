@@ -10,7 +10,7 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export ENTITY_STATE_HOME ?= $(CURDIR)/.local
 export ENTITY_STATE_LANDING_DIR ?= $(CURDIR)/data/landing/events
 
-.PHONY: help install install-bench lock check-python check-java demo run build docs lint test test-unit test-integration test-adapter \
+.PHONY: help install install-bench lock check-python check-java driver-archive demo run build docs lint test test-unit test-integration test-adapter \
 	cluster-up cluster-down cluster-status test-cluster test-cluster-ci bench bench-quick clean
 
 help: ## List the targets
@@ -66,29 +66,41 @@ lock: ## Regenerate requirements.lock and requirements-bench.lock from pyproject
 	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev -o requirements.lock
 	$(TOOLS) | $(UV_COMPILE) pyproject.toml - --extra dev --extra bench -c requirements.lock -o requirements-bench.lock
 
+# The class archive the local profile starts every Spark driver with (profiles/profiles.yml): written by the
+# commands below that start dbt when it is missing or older than .venv (a new PySpark or dbt install). Where
+# ENTITY_STATE_DRIVER_ARCHIVE is set, that path; set empty, no archive is written or read.
+DRIVER_ARCHIVE := $(if $(filter undefined,$(origin ENTITY_STATE_DRIVER_ARCHIVE)),$(ENTITY_STATE_HOME)/jvm/spark-driver.jsa,$(ENTITY_STATE_DRIVER_ARCHIVE))
+ifneq ($(DRIVER_ARCHIVE),)
+$(DRIVER_ARCHIVE): $(STAMP)
+	$(BIN)/entity-state driver-archive
+endif
+
+driver-archive: install ## Write the Spark driver's class archive again (after a Java upgrade); demo, run, build, docs and sql write it when missing
+	$(BIN)/entity-state driver-archive
+
 # The demo decides its own landing folder (demo/landing in ENTITY_STATE_HOME) and schema (entity_state_demo), and says
 # so when the environment names others. The landing folder exported above is only this Makefile's default, not a
 # choice of the user's, so it is not passed on to the demo.
-demo: install ## Land the demo events in batches, dbt build after each, print one entity's timeline (.local/demo)
+demo: install $(DRIVER_ARCHIVE) ## Land the demo events in batches, dbt build after each, print one entity's timeline (.local/demo)
 	$(if $(filter file,$(origin ENTITY_STATE_LANDING_DIR)),env -u ENTITY_STATE_LANDING_DIR )$(BIN)/entity-state demo
 
-run: install ## dbt run on the local target (lands nothing: use `entity-state load` first)
+run: install $(DRIVER_ARCHIVE) ## dbt run on the local target (lands nothing: use `entity-state load` first)
 	$(BIN)/dbt run
 
-build: install ## dbt build (run + data tests + unit tests) on the local target
+build: install $(DRIVER_ARCHIVE) ## dbt build (run + data tests + unit tests) on the local target
 	$(BIN)/dbt build
 
-docs: install ## Generate the dbt docs site into target/ (serve it with `make docs-serve`)
+docs: install $(DRIVER_ARCHIVE) ## Generate the dbt docs site into target/ (serve it with `make docs-serve`)
 	$(BIN)/dbt docs generate
 
 DOCS_PORT ?= 8080
 .PHONY: docs-serve sql
-docs-serve: install ## Generate the dbt docs and serve them on http://127.0.0.1:8080 (DOCS_PORT=... moves it)
+docs-serve: install $(DRIVER_ARCHIVE) ## Generate the dbt docs and serve them on http://127.0.0.1:8080 (DOCS_PORT=... moves it)
 	$(BIN)/dbt docs generate
 	$(BIN)/dbt docs serve --port $(DOCS_PORT) --no-browser
 
 # The query reaches the command through the environment (make exports command-line variables), so its quotes survive.
-sql: install ## Query the state: make sql Q="select * from {{ ref('entity_state_view') }}" (entity-state sql)
+sql: install $(DRIVER_ARCHIVE) ## Query the state: make sql Q="select * from {{ ref('entity_state_view') }}" (entity-state sql)
 	@if [ -z "$$Q" ]; then echo "make sql: give the query as Q=\"select ... from {{ ref('entity_state_view') }}\""; exit 2; fi
 	$(BIN)/entity-state sql "$$Q"
 

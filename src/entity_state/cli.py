@@ -1,6 +1,6 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
 `entity-state sql QUERY`, `entity-state timeline`,
-`entity-state demo`, `entity-state cluster up|down|status` and `entity-state clean`."""
+`entity-state demo`, `entity-state driver-archive`, `entity-state cluster up|down|status` and `entity-state clean`."""
 
 from __future__ import annotations
 
@@ -111,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")
 
+    commands.add_parser(
+        "driver-archive",
+        help="write the classes a Spark driver loads to the archive each dbt command on the local target starts its "
+        "driver with ($ENTITY_STATE_DRIVER_ARCHIVE, default $ENTITY_STATE_HOME/jvm/spark-driver.jsa), from dbt runs "
+        "on a scratch state of its own; again after upgrading Java or PySpark",
+    )
+
     cluster = commands.add_parser(
         "cluster", help="start, stop or check the local Spark cluster (`cluster` target)", epilog=CLUSTER_EPILOG
     )
@@ -156,6 +163,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "generate":
         return _generate(args)
+    if args.command == "driver-archive":
+        root = _enter_project("driver-archive")
+        if root is None:
+            return 1
+        from entity_state.driver_archive import main as write_archive
+
+        return write_archive(root)
     from entity_state.demo import run_demo
 
     return run_demo(args.batches, args.tenant, args.entity)

@@ -13,12 +13,23 @@ from urllib.parse import unquote, urlparse
 
 DEFAULT_LANDING_DIR = "data/landing/events"
 DEFAULT_STATE_HOME = ".local"
+DEFAULT_DRIVER_ARCHIVE = "jvm/spark-driver.jsa"
 URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
 def state_home(env: Mapping[str, str] = os.environ) -> Path:
     """ENTITY_STATE_HOME (default `.local`) resolved against the working directory, as Spark resolves it."""
     return Path(env.get("ENTITY_STATE_HOME", DEFAULT_STATE_HOME)).resolve()
+
+
+def driver_archive(env: Mapping[str, str] = os.environ) -> Path | None:
+    """The class archive the `local` profile starts Spark's driver with (profiles/profiles.yml reads the same
+    settings): ENTITY_STATE_DRIVER_ARCHIVE, default `jvm/spark-driver.jsa` in the state home; None when that variable
+    is set empty, which turns the archive off."""
+    location = env.get("ENTITY_STATE_DRIVER_ARCHIVE")
+    if location is None:
+        return state_home(env) / DEFAULT_DRIVER_ARCHIVE
+    return Path(location).resolve() if location else None
 
 
 def local_landing_dir(env: Mapping[str, str] = os.environ) -> Path | None:

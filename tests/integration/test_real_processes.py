@@ -61,9 +61,10 @@ KILL_BATCHES = [
 
 
 class ProcessProject:
-    """One state home driven only by dbt processes; restored from a snapshot to replay a run from one state."""
+    """One state home driven only by dbt processes; restored from a snapshot to replay a run from one state. With
+    `archive`, the processes' Spark drivers start with that class archive, as a user's do after `make demo`."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, archive: Path | None = None) -> None:
         self.home = home
         self.landing = home / "landing"
         self.landed: list[Event] = []
@@ -85,6 +86,7 @@ class ProcessProject:
             # JVM and a plain rerun) does not depend on how Java compiles Spark's code.
             "ENTITY_STATE_DRIVER_KEPT_ALIVE": "false",
             "ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:+UseSerialGC",
+            "ENTITY_STATE_DRIVER_ARCHIVE": str(archive or ""),
         }
 
     def land(self, batch: list[tuple[str, str, int]], ingested_minute: int) -> None:
@@ -184,10 +186,38 @@ def _assert_equals_reference(
 
 
 @pytest.fixture(scope="module")
-def after_first_batch(tmp_path_factory) -> tuple[Path, Path]:
-    """A state home that has applied the first batch, and a copy of it for each test to restore."""
+def driver_archive(tmp_path_factory) -> Path:
+    """The class archive `entity-state driver-archive` writes, for the processes of the tests below."""
+    archive = tmp_path_factory.mktemp("jvm") / "spark-driver.jsa"
+    written = subprocess.run(
+        [str(Path(sys.executable).parent / "entity-state"), "driver-archive"],
+        cwd=PROJECT_DIR,
+        env={
+            **os.environ,
+            "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
+            "ENTITY_STATE_DRIVER_KEPT_ALIVE": "false",
+            "ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:+UseSerialGC",
+            "ENTITY_STATE_DRIVER_ARCHIVE": str(archive),
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert written.returncode == 0, written.stdout[-4000:] + written.stderr[-4000:]
+    # one line of its own, none of Java's or dbt's; its scratch state removed
+    assert written.stdout.startswith(f"entity-state driver-archive: wrote {archive} ("), written.stdout
+    assert len(written.stdout.splitlines()) == 1, written.stdout
+    assert list(archive.parent.iterdir()) == [archive]
+    return archive
+
+
+@pytest.fixture(scope="module")
+def after_first_batch(tmp_path_factory, driver_archive) -> tuple[Path, Path]:
+    """A state home that has applied the first batch, and a copy of it for each test to restore. Its run's driver
+    must map the archive: with -Xshare:on Java refuses to start without it."""
     home = tmp_path_factory.mktemp("killed") / "home"
-    project = ProcessProject(home)
+    project = ProcessProject(home, driver_archive)
+    project.env["ENTITY_STATE_DRIVER_JAVA_OPTIONS"] += " -Xshare:on"
     project.land(FIRST_BATCH, 1)
     _assert_equals_reference(project.run_and_dump(), project.landed)
     snapshot = home.parent / "snapshot"
@@ -195,7 +225,7 @@ def after_first_batch(tmp_path_factory) -> tuple[Path, Path]:
     return home, snapshot
 
 
-def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batch):
+def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batch, driver_archive):
     """Each kill point in turn, on one state home: a run applying a batch with a late event is killed there, and the
     next process reruns plainly, checks the state against the recompute, then lands the next batch and is the next
     killed run. A rerun and the next killed run share a process (one JVM start per kill point, not two); each run
@@ -203,7 +233,7 @@ def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(after_first_batc
     home, snapshot = after_first_batch
     shutil.rmtree(home)
     shutil.copytree(snapshot, home)  # table locations in the metastore are absolute: restore in place
-    project = ProcessProject(home)
+    project = ProcessProject(home, driver_archive)
     project.land(FIRST_BATCH, 1)
     pending = home.parent / "pending"
     repaired_batch, rerun_of = None, "nothing (the first batch only)"
@@ -261,11 +291,11 @@ def test_a_first_run_killed_while_it_builds_a_state_table_is_repaired_by_a_plain
     _assert_equals_reference(project.run_and_dump(), project.landed, late_batch_applied_alone=False)
 
 
-def test_of_two_runs_at_the_same_time_one_proceeds_and_the_other_is_refused_at_once(after_first_batch):
+def test_of_two_runs_at_the_same_time_one_proceeds_and_the_other_is_refused_at_once(after_first_batch, driver_archive):
     home, snapshot = after_first_batch
     shutil.rmtree(home)
     shutil.copytree(snapshot, home)
-    project = ProcessProject(home)
+    project = ProcessProject(home, driver_archive)
     project.land(FIRST_BATCH, 1)
     project.land(SECOND_BATCH, 2)
 

@@ -1,5 +1,6 @@
 """The `local` profile keeps Spark's own output off the terminal (a real dbt process checks the effect:
-tests/integration/test_terminal_output.py) and starts its driver for one invocation or for many."""
+tests/integration/test_terminal_output.py), starts its driver for one invocation or for many, and with the class
+archive `entity-state driver-archive` writes (a real dbt process maps it: tests/integration/test_real_processes.py)."""
 
 from __future__ import annotations
 
@@ -70,9 +71,35 @@ def test_a_driver_that_runs_dbt_once_starts_with_the_quick_compiler_and_a_kept_a
     assert one_run in _driver_java_options({})
     assert one_run in _driver_java_options({"ENTITY_STATE_DRIVER_KEPT_ALIVE": "false"})
     for kept_alive in ("true", "True"):
-        assert "-XX:" not in _driver_java_options({"ENTITY_STATE_DRIVER_KEPT_ALIVE": kept_alive})
+        kept_alive_options = _driver_java_options({"ENTITY_STATE_DRIVER_KEPT_ALIVE": kept_alive})
+        assert "TieredStopAtLevel" not in kept_alive_options and "ReservedCodeCacheSize" not in kept_alive_options
     # options of the user's own come after, so that theirs win
     options = _driver_java_options({"ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:TieredStopAtLevel=4"})
     assert options.index(one_run) < options.index("-XX:TieredStopAtLevel=4")
     # the benchmark's bare replay starts its driver as a `dbt` command's
     assert f'ONE_RUN_COMPILER = "{one_run}"' in (PROFILES.parent / "bench" / "dbt_worker.py").read_text()
+
+
+def test_the_driver_starts_with_the_class_archive_of_the_state_home_unless_it_is_turned_off():
+    assert "-XX:SharedArchiveFile=.local/jvm/spark-driver.jsa " in _driver_java_options({})
+    moved_home = _driver_java_options({"ENTITY_STATE_HOME": "/srv/state"})
+    assert "-XX:SharedArchiveFile=/srv/state/jvm/spark-driver.jsa " in moved_home
+    own_archive = _driver_java_options({"ENTITY_STATE_DRIVER_ARCHIVE": "/opt/jvm/driver.jsa"})
+    assert "-XX:SharedArchiveFile=/opt/jvm/driver.jsa " in own_archive
+    assert "SharedArchiveFile" not in _driver_java_options({"ENTITY_STATE_DRIVER_ARCHIVE": ""})
+    # options of the user's own come after, so that theirs win (-Xshare:off, another archive)
+    options = _driver_java_options({"ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-Xshare:off"})
+    assert options.index("-XX:SharedArchiveFile=") < options.index("-Xshare:off")
+
+
+def test_the_archive_command_writes_where_the_profile_reads(tmp_path, monkeypatch):
+    from entity_state.paths import driver_archive
+
+    monkeypatch.chdir(tmp_path)
+    rendered = re.search(r"-XX:SharedArchiveFile=(\S+)", _driver_java_options({})).group(1)
+    assert driver_archive({}) == tmp_path / rendered
+    home = {"ENTITY_STATE_HOME": str(tmp_path / "home")}
+    rendered = re.search(r"-XX:SharedArchiveFile=(\S+)", _driver_java_options(home)).group(1)
+    assert driver_archive(home) == Path(rendered)
+    assert driver_archive({**home, "ENTITY_STATE_DRIVER_ARCHIVE": "own.jsa"}) == tmp_path / "own.jsa"
+    assert driver_archive({"ENTITY_STATE_DRIVER_ARCHIVE": ""}) is None
