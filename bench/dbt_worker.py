@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 
 from entity_state.cluster import SQL_SETTINGS
+from entity_state.paths import driver_archive
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 # the JVM options the local profile adds for a driver that runs dbt once (profiles/profiles.yml): the bare replay is a
-# new process, as the CLI run it replays, and its driver starts as that run's did
+# new process, as the CLI run it replays, and its driver starts as that run's did (with the class archive too)
 ONE_RUN_COMPILER = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
@@ -75,6 +76,8 @@ def bare(statements_file: str) -> None:
     from pyspark.sql import SparkSession
 
     home = os.environ["ENTITY_STATE_HOME"]
+    archive = driver_archive()  # as the profile starts the driver (Java ignores a missing file)
+    class_archive = f"-XX:SharedArchiveFile={archive}" if archive else ""
     builder = SparkSession.builder.master("local[2]").appName("entity_state_bare").enableHiveSupport()
     settings = {
         "spark.ui.enabled": "false",
@@ -82,7 +85,7 @@ def bare(statements_file: str) -> None:
         "spark.sql.warehouse.dir": f"{home}/warehouse",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}/metastore -Duser.timezone=UTC "
         f"-Dlog4j2.configurationFile={PROJECT_DIR}/profiles/log4j2.properties "
-        f"-Dentity_state.spark_log={home}/logs/spark.log {ONE_RUN_COMPILER}",
+        f"-Dentity_state.spark_log={home}/logs/spark.log {ONE_RUN_COMPILER} {class_archive}",
         "spark.ui.showConsoleProgress": "false",
         **SQL_SETTINGS,
     }

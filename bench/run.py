@@ -41,6 +41,7 @@ PYTHON = sys.executable
 SCHEMA = "entity_state_bench"
 # the profile starts the in-process driver with the JVM compiler for one dbt invocation unless this says "true"
 KEPT_ALIVE = "ENTITY_STATE_DRIVER_KEPT_ALIVE"
+DRIVER_ARCHIVE = "ENTITY_STATE_DRIVER_ARCHIVE"
 STATE_MODELS = ("entity_state_segments", "entity_state_current_log")
 # the current state (a view) and the log of open stays it reads, which runs write
 CURRENT, CURRENT_LOG = "entity_state_current", "entity_state_current_log"
@@ -314,15 +315,19 @@ class InProcessDbt:
         self.stderr.close()
 
 
-def cli_dbt(workspace: Workspace, *args: str, kept_alive_compiler: bool = False) -> Measurement:
+def cli_dbt(workspace: Workspace, *args: str, kept_alive_compiler: bool = False, archive: bool = True) -> Measurement:
     """`dbt run` as a user types it: a new process, a new JVM, with the profile's compiler for a driver that runs
-    dbt once, or (`kept_alive_compiler`) the one it starts a driver kept alive with."""
+    dbt once, or (`kept_alive_compiler`) the one it starts a driver kept alive with; with the class archive of the
+    workspace's state home where `write_driver_archive` wrote one, or (not `archive`) without."""
     arguments, logs = workspace.dbt_args(*args)
     started, started_at = time.perf_counter(), time.time()
+    env = {**workspace.env, KEPT_ALIVE: "true" if kept_alive_compiler else "false"}
+    if not archive:
+        env[DRIVER_ARCHIVE] = ""
     with open(workspace.home / "cli.log", "ab") as output:
         process = subprocess.Popen(
             [str(Path(PYTHON).parent / "dbt"), *arguments],
-            env={**workspace.env, KEPT_ALIVE: "true" if kept_alive_compiler else "false"},
+            env=env,
             cwd=PROJECT_DIR,
             stdout=output,
             stderr=output,
@@ -333,6 +338,24 @@ def cli_dbt(workspace: Workspace, *args: str, kept_alive_compiler: bool = False)
     if code != 0:
         raise RuntimeError(f"dbt {' '.join(args)} exited with {code}; see {logs}")
     return _measurement(seconds, memory.peak, logs, workspace, True, True, started_at)
+
+
+def write_driver_archive(workspace: Workspace) -> Measurement:
+    """`entity-state driver-archive` as `make demo` runs it, into the workspace's state home."""
+    started = time.perf_counter()
+    with open(workspace.home / "cli.log", "ab") as output:
+        process = subprocess.Popen(
+            [str(Path(PYTHON).parent / "entity-state"), "driver-archive"],
+            env=workspace.env,
+            cwd=PROJECT_DIR,
+            stdout=output,
+            stderr=output,
+        )
+        with TreeMemory(process.pid) as memory:
+            code = process.wait()
+    if code != 0:
+        raise RuntimeError(f"entity-state driver-archive exited with {code}; see {workspace.home / 'cli.log'}")
+    return Measurement(time.perf_counter() - started, memory.peak)
 
 
 def _measurement(
@@ -780,9 +803,15 @@ def fixed_cost(results: Results, sizes: dict, out: Path) -> None:
         results.add("fixed", f"in-process dbt build --selector scheduled, {small:,}-event batch", builds, small, "")
     finally:
         dbt.close()
-    empty = [cli_dbt(workspace, "run") for _ in range(reps)]
+    # what `make demo` (and `make run`, `make build`) write once per install, before the first new process
+    results.add("fixed", "`entity-state driver-archive` (once per install)", [write_driver_archive(workspace)], 0, "")
+    empty, without_archive = [], []
+    for _ in range(reps):
+        without_archive.append(cli_dbt(workspace, "run", archive=False))
+        empty.append(cli_dbt(workspace, "run"))
     empty_logs = workspace.home / "logs" / f"{workspace.runs:03d}"
     new_process = results.add("fixed", "CLI `dbt run` (new process), empty batch", empty, 0, "")
+    results.add("fixed", "CLI `dbt run` (new process, no driver archive), empty batch", without_archive, 0, "")
     empty = [cli_dbt(workspace, "run", kept_alive_compiler=True) for _ in range(reps)]
     results.add("fixed", f"CLI `dbt run` (new process, {KEPT_ALIVE}=true), empty batch", empty, 0, "")
     value = kept_alive["seconds_median"]
@@ -791,15 +820,21 @@ def fixed_cost(results: Results, sizes: dict, out: Path) -> None:
     start = sum(new_process["phases_median"].get(phase, 0.0) for phase in START_PHASES)
     value = new_process["seconds_median"] / start
     results.ratio("empty run as a new process / its start", value, "<= 1.5", value <= 1.5)
-    # each batch run twice from the same state: with the compiler for a driver kept alive, then as users run it
-    runs, kept_alive_runs, before = [], [], None
+    # each batch run three times from the same state: with the compiler for a driver kept alive, without the driver
+    # archive, then as users run it
+    runs, kept_alive_runs, without_archive, before = [], [], [], None
     for _ in range(reps):
         workspace.land(stream, small, "small", small)
         before = workspace.snapshot("before_last")
         kept_alive_runs.append(cli_dbt(workspace, "run", kept_alive_compiler=True))
         workspace.restore(before)
+        without_archive.append(cli_dbt(workspace, "run", archive=False))
+        workspace.restore(before)
         runs.append(cli_dbt(workspace, "run"))
     results.add("fixed", f"CLI `dbt run` (new process), {small:,}-event batch", runs, small, "")
+    results.add(
+        "fixed", f"CLI `dbt run` (new process, no driver archive), {small:,}-event batch", without_archive, small, ""
+    )
     results.add(
         "fixed", f"CLI `dbt run` (new process, {KEPT_ALIVE}=true), {small:,}-event batch", kept_alive_runs, small, ""
     )
