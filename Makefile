@@ -178,6 +178,6 @@ bench: install-bench ## Full benchmark (measured 77 minutes on 2 cores at 040ae5
 
 # Never the landing folder: it is the only copy of every landed batch (entity-state clean refuses if it lies inside
 # what clean removes). Without .venv the same command runs from the source tree: it needs the standard library only.
-clean: ## Remove .local (warehouse, metastore, demo), target and logs, never landed files (stops the local cluster first)
+clean: ## Remove .local (warehouse, metastore, demo, driver archive), target and logs, never landed files (stops the local cluster first)
 	if [ -x $(BIN)/entity-state ]; then $(BIN)/entity-state clean; \
 	else PYTHONPATH=$(CURDIR)/src $(PYTHON) -m entity_state.clean; fi
