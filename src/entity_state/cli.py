@@ -111,12 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")
 
-    commands.add_parser(
-        "driver-archive",
-        help="write the classes a Spark driver loads to the archive each dbt command on the local target starts its "
+    archive_help = (
+        "write the classes a Spark driver loads to the archive each dbt command on the local target starts its "
         "driver with ($ENTITY_STATE_DRIVER_ARCHIVE, default $ENTITY_STATE_HOME/jvm/spark-driver.jsa), from dbt runs "
-        "on a scratch state of its own; again after upgrading Java or PySpark",
+        "on a scratch state of its own; again after upgrading Java or PySpark"
     )
+    commands.add_parser("driver-archive", help=archive_help, description=archive_help)
 
     cluster = commands.add_parser(
         "cluster", help="start, stop or check the local Spark cluster (`cluster` target)", epilog=CLUSTER_EPILOG

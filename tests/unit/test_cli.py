@@ -16,13 +16,14 @@ from entity_state import cli, landing
 from entity_state.cluster import Settings
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ["load", "generate", "sql", "demo", "cluster", "clean"]
+SUBCOMMANDS = ["load", "generate", "sql", "demo", "driver-archive", "cluster", "clean"]
 # Defaults computed at run time, which argparse cannot show: each help says what happens instead.
 COMPUTED_DEFAULTS = {
     "load": ["--ingested-at", "(default: now)", "(default: $ENTITY_STATE_LANDING_DIR, else data/landing/events)"],
     "generate": ["(default: all)", "(default: $ENTITY_STATE_LANDING_DIR, else data/landing/events)"],
     "sql": ["ENTITY_STATE_TARGET (local)", "ENTITY_STATE_SCHEMA (entity_state)", "ENTITY_STATE_HOME (.local)"],
     "demo": [],
+    "driver-archive": ["$ENTITY_STATE_DRIVER_ARCHIVE, default $ENTITY_STATE_HOME/jvm/spark-driver.jsa"],
     "cluster": [],
     "clean": [],
 }
@@ -122,6 +123,19 @@ def test_sql_outside_the_project_says_so(fake_dbt, monkeypatch, tmp_path, capsys
     assert cli.main(["sql", "select 1"]) == 1
     assert "not inside the entity_state dbt project" in capsys.readouterr().err
     assert fake_dbt.calls == []
+
+
+def test_driver_archive_outside_the_project_or_turned_off_says_so_and_starts_no_spark(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(
+        "entity_state.driver_archive.write_driver_archive", lambda *_: pytest.fail("the archive was written")
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["driver-archive"]) == 1
+    assert "not inside the entity_state dbt project" in capsys.readouterr().err
+    monkeypatch.chdir(PROJECT_DIR)
+    monkeypatch.setenv("ENTITY_STATE_DRIVER_ARCHIVE", "")
+    assert cli.main(["driver-archive"]) == 2
+    assert "ENTITY_STATE_DRIVER_ARCHIVE is empty, which turns the archive off" in capsys.readouterr().err
 
 
 @pytest.fixture
