@@ -93,7 +93,7 @@ def test_the_driver_starts_with_the_class_archive_of_the_state_home_unless_it_is
 
 
 def test_the_archive_command_writes_where_the_profile_reads(tmp_path, monkeypatch):
-    from entity_state.paths import driver_archive
+    from entity_state.paths import DEFAULT_DRIVER_ARCHIVE, driver_archive
 
     monkeypatch.chdir(tmp_path)
     rendered = re.search(r"-XX:SharedArchiveFile=(\S+)", _driver_java_options({})).group(1)
@@ -103,3 +103,6 @@ def test_the_archive_command_writes_where_the_profile_reads(tmp_path, monkeypatc
     assert driver_archive(home) == Path(rendered)
     assert driver_archive({**home, "ENTITY_STATE_DRIVER_ARCHIVE": "own.jsa"}) == tmp_path / "own.jsa"
     assert driver_archive({"ENTITY_STATE_DRIVER_ARCHIVE": ""}) is None
+    # and where the make targets that run dbt write it first
+    makefile = (PROFILES.parent / "Makefile").read_text()
+    assert f"$(ENTITY_STATE_HOME)/{DEFAULT_DRIVER_ARCHIVE}," in makefile
