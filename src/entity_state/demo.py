@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from entity_state.environment import overridden_environment
 from entity_state.paths import local_path, nested, state_home
 
 DEMO_EVENTS = Path("data/demo/events.csv")
@@ -202,16 +203,8 @@ def demo_environment(folder: Path) -> Iterator[None]:
     # the demo's dbt calls share one Spark driver: Java's default compiler, as for any driver kept alive (the profile
     # gives a single `dbt` command the quick one), unless the environment says otherwise
     settings["ENTITY_STATE_DRIVER_KEPT_ALIVE"] = os.environ.get("ENTITY_STATE_DRIVER_KEPT_ALIVE") or "true"
-    saved = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
-    try:
+    with overridden_environment(settings):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def run_demo(batches: int, tenant: str, entity: str) -> int:

@@ -23,11 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
+from entity_state.environment import overridden_environment
 from entity_state.generate import StreamConfig, generate
 from entity_state.paths import driver_archive
 
@@ -83,7 +82,7 @@ def write_driver_archive(target: Path, project: Path) -> None:
         batches = generate(SCRATCH_STREAM, 2, SCRATCH_BATCH_EVENTS, landing)
         folders = ["--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
         folders += ["--target-path", str(scratch / "target"), "--log-path", str(scratch / "logs")]
-        with _scratch_environment(scratch, landing, written):
+        with overridden_environment(_scratch_settings(scratch, landing, written)):
             runner = dbtRunner()
             for command in (["run"], ["build", "--selector", "scheduled"]):
                 next(batches)
@@ -101,12 +100,11 @@ def write_driver_archive(target: Path, project: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-@contextmanager
-def _scratch_environment(scratch: Path, landing: Path, written: Path) -> Iterator[None]:
-    """The settings the profile reads, pointed at the scratch state, for the dbt calls inside. The driver is started
-    without an archive to read (Java cannot read one and write one at once), with the user's own options kept."""
+def _scratch_settings(scratch: Path, landing: Path, written: Path) -> dict[str, str]:
+    """The settings the profile reads, pointed at the scratch state. The driver is started without an archive to read
+    (Java cannot read one and write one at once), with the user's own options kept."""
     options = os.environ.get("ENTITY_STATE_DRIVER_JAVA_OPTIONS", "")
-    settings = {
+    return {
         "ENTITY_STATE_HOME": str(scratch / "home"),
         "ENTITY_STATE_LANDING_DIR": str(landing),
         "ENTITY_STATE_SCHEMA": SCRATCH_SCHEMA,
@@ -114,21 +112,6 @@ def _scratch_environment(scratch: Path, landing: Path, written: Path) -> Iterato
         "ENTITY_STATE_DRIVER_ARCHIVE": "",
         "ENTITY_STATE_DRIVER_JAVA_OPTIONS": f"{options} -XX:ArchiveClassesAtExit={written} {QUIET_ARCHIVING}".strip(),
     }
-    saved = _replace_environment(settings)
-    try:
-        yield
-    finally:
-        _replace_environment(saved)
-
-
-def _replace_environment(settings: Mapping[str, str | None]) -> dict[str, str | None]:
-    saved = {name: os.environ.get(name) for name in settings}
-    for name, value in settings.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    return saved
 
 
 def _stop_driver() -> None:

@@ -60,6 +60,10 @@ KILL_BATCHES = [
 ]
 
 
+# how the Spark driver of each process here starts (ProcessProject's environment says why)
+ONE_RUN_DRIVER = {"ENTITY_STATE_DRIVER_KEPT_ALIVE": "false", "ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:+UseSerialGC"}
+
+
 class ProcessProject:
     """One state home driven only by dbt processes; restored from a snapshot to replay a run from one state. With
     `archive`, the processes' Spark drivers start with that class archive, as a user's do after `make demo`."""
@@ -84,8 +88,7 @@ class ProcessProject:
             # a driver that runs dbt once (`make test` sets the kept-alive one for its own pytest processes), and the
             # serial collector, which starts the JVM with less work on 2 cores. What is tested (a SIGKILL of that
             # JVM and a plain rerun) does not depend on how Java compiles Spark's code.
-            "ENTITY_STATE_DRIVER_KEPT_ALIVE": "false",
-            "ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:+UseSerialGC",
+            **ONE_RUN_DRIVER,
             "ENTITY_STATE_DRIVER_ARCHIVE": str(archive or ""),
         }
 
@@ -195,8 +198,7 @@ def driver_archive(tmp_path_factory) -> Path:
         env={
             **os.environ,
             "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
-            "ENTITY_STATE_DRIVER_KEPT_ALIVE": "false",
-            "ENTITY_STATE_DRIVER_JAVA_OPTIONS": "-XX:+UseSerialGC",
+            **ONE_RUN_DRIVER,
             "ENTITY_STATE_DRIVER_ARCHIVE": str(archive),
         },
         capture_output=True,
