@@ -64,8 +64,8 @@ ONE_RUN_DRIVER = {"ENTITY_STATE_DRIVER_KEPT_ALIVE": "false", "ENTITY_STATE_DRIVE
 
 
 class ProcessProject:
-    """One state home driven only by dbt processes; restored from a snapshot to replay a run from one state. With
-    `archive`, the processes' Spark drivers start with that class archive, as a user's do after `make demo`."""
+    """One state home driven only by dbt processes. With `archive`, the processes' Spark drivers start with that
+    class archive, as a user's do after `make demo`."""
 
     def __init__(self, home: Path, archive: Path | None = None) -> None:
         self.home = home
@@ -80,7 +80,7 @@ class ProcessProject:
             "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
             # dbt's partial-parse file is only reused under the same profile: with the pytest process's target
             # folder, each of these processes (another schema and home) would parse the project whole, and the
-            # pytest process's next dbt call would again. Beside the home, so restoring a snapshot keeps it.
+            # pytest process's next dbt call would again. Beside the home: the processes of one home share it.
             "DBT_TARGET_PATH": str(home.parent / "dbt_target"),
             "TZ": "UTC",
             # Each process here runs a few statements and dies, as a user's `dbt` command: the profile's compiler for
