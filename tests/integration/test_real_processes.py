@@ -187,7 +187,7 @@ def _assert_equals_reference(
         assert not walked, "one run applied both batches, so it had nothing to repair"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def driver_archive(tmp_path_factory) -> Path:
     """The class archive `entity-state driver-archive` writes, for the processes of the kill chain."""
     archive = tmp_path_factory.mktemp("jvm") / "spark-driver.jsa"
@@ -223,7 +223,7 @@ def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(tmp_path, driver
     project.land(FIRST_BATCH, 1)
     home = project.home
     pending = home.parent / "pending"
-    repaired_batch, rerun_of = None, "nothing (the first batch only)"
+    repaired_batch, rerun_of = None, None
     for index, (point, (pattern, when)) in enumerate(KILL_POINTS.items()):
         batch_file, batch = project.write_batch(KILL_BATCHES[index], index + 2, pending)
         dump = home / "dump.json"
@@ -255,12 +255,13 @@ def test_a_run_killed_at_any_point_is_repaired_by_a_plain_rerun(tmp_path, driver
 
 
 @contextmanager
-def _after(point: str) -> Iterator[None]:
-    """Name the kill point whose rerun an assertion checks."""
+def _after(point: str | None) -> Iterator[None]:
+    """Name the kill point whose rerun an assertion checks (none: the first batch's run, before any kill)."""
     try:
         yield
     except AssertionError as error:
-        raise AssertionError(f"after a kill at {point} and a plain rerun: {error}") from error
+        after = f"a kill {point} and a plain rerun" if point else "the first batch's run, before any kill"
+        raise AssertionError(f"after {after}: {error}") from error
 
 
 def test_a_first_run_killed_while_it_builds_a_state_table_is_repaired_by_a_plain_rerun(tmp_path):
