@@ -46,7 +46,14 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-install: check-python check-java $(STAMP) ## Check Python 3.11 and Java, create .venv, install requirements.lock and the project
+# The jars of jars.lock (Delta Lake, the metastore's JDBC driver), checksummed, in .venv/jars: fetched once with Maven.
+JARS_STAMP := $(VENV)/.installed-jars
+$(JARS_STAMP): $(STAMP) jars.lock
+	@command -v mvn >/dev/null || { echo "Maven is missing: install it (apt-get install maven), then run make install"; exit 1; }
+	$(BIN)/entity-state jars >/dev/null
+	touch $(JARS_STAMP)
+
+install: check-python check-java $(STAMP) $(JARS_STAMP) ## Check Python 3.11, Java and Maven, create .venv, install requirements.lock, jars.lock and the project
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP) requirements-bench.lock

@@ -1,6 +1,7 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
 `entity-state sql QUERY`, `entity-state timeline`,
-`entity-state demo`, `entity-state driver-archive`, `entity-state cluster up|down|status` and `entity-state clean`."""
+`entity-state demo`, `entity-state driver-archive`, `entity-state jars`, `entity-state cluster up|down|status` and
+`entity-state clean`."""
 
 from __future__ import annotations
 
@@ -118,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("driver-archive", help=archive_help, description=archive_help)
 
+    jars_help = "copy the Java packages pinned in jars.lock (Delta Lake, the metastore's JDBC driver) into .venv/jars, "
+    jars_help += "checked against their SHA-256, fetching with Maven only those missing (`make install` runs it)"
+    commands.add_parser("jars", help=jars_help, description=jars_help)
+
     cluster = commands.add_parser(
         "cluster", help="start, stop or check the local Spark cluster (`cluster` target)", epilog=CLUSTER_EPILOG
     )
@@ -163,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "generate":
         return _generate(args)
+    if args.command == "jars":
+        from entity_state.jars import main as install_jars
+
+        return install_jars()
     if args.command == "driver-archive":
         root = _enter_project("driver-archive")
         if root is None:
