@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from entity_state.cluster import SQL_SETTINGS
+from entity_state.jars import DELTA_ARTIFACTS, spark_jars
 from entity_state.paths import driver_archive
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -87,6 +88,7 @@ def bare(statements_file: str) -> None:
         f"-Dlog4j2.configurationFile={PROJECT_DIR}/profiles/log4j2.properties "
         f"-Dentity_state.spark_log={home}/logs/spark.log {ONE_RUN_COMPILER} {class_archive}",
         "spark.ui.showConsoleProgress": "false",
+        "spark.jars": spark_jars(artifacts=DELTA_ARTIFACTS),
         **SQL_SETTINGS,
     }
     for key, value in settings.items():

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from entity_state.jars import DELTA_ARTIFACTS, spark_jars
+
 HOST = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -42,6 +44,10 @@ SQL_SETTINGS = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.legacy.timeParserPolicy": "CORRECTED",
     "spark.sql.codegen.cache.maxEntries": "1000",
+    # Delta Lake (jars.lock) owns the session catalog: `using delta` tables live in the Hive metastore beside the
+    # others, and the catalog hands every other table to Spark's own.
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
 
 
@@ -239,6 +245,7 @@ def _thrift_conf(settings: Settings) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(directory / "warehouse"),
+        "spark.jars": spark_jars(artifacts=DELTA_ARTIFACTS),
         **SQL_SETTINGS,
     }
 

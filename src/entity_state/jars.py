@@ -16,6 +16,9 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = PROJECT_ROOT / "jars.lock"
 JARS_DIR = Path(sys.prefix) / "jars"
+# What a Spark session needs for Delta Lake tables; the local profile names the same files
+# (tests/unit/test_profiles.py keeps the two equal).
+DELTA_ARTIFACTS = ("delta-spark_2.12", "delta-storage")
 
 
 class JarError(RuntimeError):
@@ -35,7 +38,8 @@ class PinnedJar:
 
     @property
     def file_name(self) -> str:
-        return f"{self.artifact}-{self.version}.jar"
+        # without its version, so that the profile names it once: a new pin is a new checksum, and fetched again
+        return f"{self.artifact}.jar"
 
 
 def read_lock(path: Path = LOCK_FILE) -> list[PinnedJar]:
@@ -104,6 +108,7 @@ def _copy_with_maven(jar: PinnedJar, jars_dir: Path) -> None:
         f"-Dartifact={jar.coordinates}",
         f"-DoutputDirectory={jars_dir}",
         "-Dmdep.overWriteReleases=true",
+        "-Dmdep.stripVersion=true",
     ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, check=False)

@@ -31,6 +31,7 @@ from dbt.contracts.results import NodeStatus, RunExecutionResult
 from dbt.tests.util import run_dbt
 
 from entity_state.cluster import SQL_SETTINGS
+from entity_state.jars import DELTA_ARTIFACTS, spark_jars
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
@@ -116,6 +117,7 @@ def dbt_profile_target(spark_home: Path) -> dict[str, Any]:
             "spark.sql.catalogImplementation": "hive",
             "spark.sql.warehouse.dir": str(spark_home / "warehouse"),
             "spark.driver.extraJavaOptions": java_options,
+            "spark.jars": spark_jars(artifacts=DELTA_ARTIFACTS),
             **SQL_SETTINGS,
         },
     }

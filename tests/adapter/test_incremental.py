@@ -1,4 +1,6 @@
-"""The incremental tests of dbt's adapter suite, on parquet, with this project loaded as a package (conftest.py).
+"""The incremental tests of dbt's adapter suite, on parquet and on Delta Lake, with this project loaded as a package
+(conftest.py): the session the project's profile starts (Delta's jars, extension and catalog) keeps dbt-spark's own
+materializations working for a user's models.
 
 dbt-spark's own CI (dbt-adapters: dbt-spark/tests/functional/adapter, `pytest --profile spark_session`) runs three
 of them on its session profile: the on-schema-change tests `ignore` and `fail` with the `append` strategy, and a
@@ -8,12 +10,15 @@ special-character variant of `append_new_columns`. The rest here it skips on spa
 (the not-schema-change test, `append_new_columns` with `append`). On this project's session settings (hive catalog,
 a warehouse of its own) they pass, so they run too.
 
+The merge tests `BaseIncrementalPredicates` and `BaseMergeExcludeColumns` run on Delta tables, configured as
+dbt-spark's own tests configure them for Databricks: merge needs Delta Lake, Hudi or Iceberg, and dbt-spark refuses it
+on parquet. Left out on Delta: `BaseIncrementalUniqueKey`, whose seed inserts strings into a date column, which
+Spark 3.5's ANSI store assignment refuses on any table format ("Cannot safely cast"); and the on-schema-change tests
+with `merge`, which add 2 minutes for the same column macros the parquet runs check.
+
 Left out, as dbt-spark leaves them out on spark_session:
-- merge (`BaseIncrementalUniqueKey`, `BaseIncrementalPredicates`, `BaseMergeExcludeColumns`, dbt-spark's delta
-  strategy and delta on-schema-change tests): merge needs Delta Lake, Hudi or Iceberg tables; dbt-spark refuses it
-  on parquet, and this project's Spark has none of them.
-- `sync_all_columns`, and `append_new_columns` with a column removed: Spark cannot drop a column of a parquet
-  table (skipped below, with the reason).
+- `sync_all_columns`, and `append_new_columns` with a column removed: dbt-spark drops no column of a parquet or a
+  Delta table (skipped below, with the reason).
 - `BaseMicrobatch`: dbt-spark skips it on spark_session; its strategy wraps `insert_overwrite` on a partitioned
   table, which runs here, so it is left out to keep the suite short (it takes five more dbt runs).
 - `BaseIncrementalBadStrategy`: it expects dbt's default message for an unknown strategy; dbt-spark validates the
@@ -27,18 +32,21 @@ from __future__ import annotations
 import pytest
 from dbt.tests.adapter.basic.test_incremental import BaseIncremental, BaseIncrementalNotSchemaChange
 from dbt.tests.adapter.incremental import fixtures
+from dbt.tests.adapter.incremental.test_incremental_merge_exclude_columns import BaseMergeExcludeColumns
 from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
     BaseIncrementalOnSchemaChange,
     BaseIncrementalOnSchemaChangeSetup,
 )
+from dbt.tests.adapter.incremental.test_incremental_predicates import BaseIncrementalPredicates
 from dbt.tests.util import relation_from_name, run_dbt
 
 PARQUET = {"+file_format": "parquet"}
+DELTA_MERGE = {"+file_format": "delta", "+incremental_strategy": "merge"}
 
 NO_DROPPED_COLUMNS = (
-    "dbt-spark cannot drop columns from a parquet table: on_schema_change='sync_all_columns' stops with 'Apache "
-    "Spark does not support dropping columns from tables', and 'append_new_columns' with a column removed from the "
-    "model fails on the missing column (dbt-spark runs neither on parquet)"
+    "dbt-spark drops no column of a parquet or Delta table: on_schema_change='sync_all_columns' stops with '... "
+    "does not support dropping columns from tables', and 'append_new_columns' with a column removed from the "
+    "model fails on the missing column (dbt-spark runs neither on spark_session)"
 )
 
 
@@ -75,6 +83,20 @@ class TestInsertOverwriteOnSchemaChange(OnSchemaChangeOnParquet):
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return {"models": {**PARQUET, "+partition_by": "id", "+incremental_strategy": "insert_overwrite"}}
+
+
+class TestPredicatesMergeOnDelta(BaseIncrementalPredicates):
+    """dbt-spark ANDs the predicates into the merge's `on` clause, where the target is `DBT_INTERNAL_DEST`."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"models": {**DELTA_MERGE, "+incremental_predicates": ["dbt_internal_dest.id != 2"]}}
+
+
+class TestMergeExcludeColumnsOnDelta(BaseMergeExcludeColumns):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"models": {"+file_format": "delta"}}
 
 
 class TestAppendOnSchemaChangeSpecialChars(BaseIncrementalOnSchemaChangeSetup):

@@ -37,22 +37,22 @@ def test_the_project_lock_pins_delta_for_scala_2_12_and_each_jar_once():
 def test_a_matching_jar_is_kept_without_maven(tmp_path, monkeypatch):
     lock = _lock(tmp_path, b"jar bytes")
     (tmp_path / "jars").mkdir()
-    (tmp_path / "jars" / "thing-1.0.jar").write_bytes(b"jar bytes")
+    (tmp_path / "jars" / "thing.jar").write_bytes(b"jar bytes")
     calls: list[str] = []
     monkeypatch.setattr(jars, "_copy_with_maven", _maven_delivering(b"other", calls))
-    assert install(tmp_path / "jars", lock) == [tmp_path / "jars" / "thing-1.0.jar"]
+    assert install(tmp_path / "jars", lock) == [tmp_path / "jars" / "thing.jar"]
     assert calls == []
 
 
 def test_a_missing_or_altered_jar_is_fetched_again(tmp_path, monkeypatch):
     lock = _lock(tmp_path, b"jar bytes")
     (tmp_path / "jars").mkdir()
-    (tmp_path / "jars" / "thing-1.0.jar").write_bytes(b"tampered")
+    (tmp_path / "jars" / "thing.jar").write_bytes(b"tampered")
     calls: list[str] = []
     monkeypatch.setattr(jars, "_copy_with_maven", _maven_delivering(b"jar bytes", calls))
     install(tmp_path / "jars", lock)
     assert calls == ["org.example:thing:1.0"]
-    assert (tmp_path / "jars" / "thing-1.0.jar").read_bytes() == b"jar bytes"
+    assert (tmp_path / "jars" / "thing.jar").read_bytes() == b"jar bytes"
 
 
 def test_a_delivered_jar_with_another_checksum_is_removed_and_named(tmp_path, monkeypatch):
@@ -60,7 +60,7 @@ def test_a_delivered_jar_with_another_checksum_is_removed_and_named(tmp_path, mo
     monkeypatch.setattr(jars, "_copy_with_maven", _maven_delivering(b"not the pinned jar", []))
     with pytest.raises(JarError, match=r"org\.example:thing:1\.0: .* SHA-256"):
         install(tmp_path / "jars", lock)
-    assert not (tmp_path / "jars" / "thing-1.0.jar").exists()
+    assert not (tmp_path / "jars" / "thing.jar").exists()
 
 
 def test_a_malformed_lock_line_is_named(tmp_path):
@@ -74,6 +74,6 @@ def test_spark_jars_lists_the_named_artifacts_and_refuses_a_missing_one(tmp_path
     lock = _lock(tmp_path, b"jar bytes")
     with pytest.raises(JarError, match="run `make install`"):
         spark_jars(tmp_path, lock)
-    (tmp_path / "thing-1.0.jar").write_bytes(b"jar bytes")
-    assert spark_jars(tmp_path, lock) == str(tmp_path / "thing-1.0.jar")
+    (tmp_path / "thing.jar").write_bytes(b"jar bytes")
+    assert spark_jars(tmp_path, lock) == str(tmp_path / "thing.jar")
     assert spark_jars(tmp_path, lock, artifacts=("other",)) == ""

@@ -106,3 +106,14 @@ def test_the_archive_command_writes_where_the_profile_reads(tmp_path, monkeypatc
     # and where the make targets that run dbt write it first
     makefile = (PROFILES.parent / "Makefile").read_text()
     assert f"$(ENTITY_STATE_HOME)/{DEFAULT_DRIVER_ARCHIVE}," in makefile
+
+
+def test_the_local_profile_loads_the_delta_jars_of_jars_lock_from_the_project_venv(tmp_path):
+    from entity_state.jars import DELTA_ARTIFACTS, read_lock
+
+    profiles_dir = tmp_path / "profiles"
+    template = jinja2.Template(_local_settings()["spark.jars"])
+    rendered = template.render(env_var=lambda name, default="": default, flags={"PROFILES_DIR": str(profiles_dir)})
+    jars = rendered.split(",")
+    pinned = {jar.artifact: jar.file_name for jar in read_lock()}
+    assert jars == [f"{profiles_dir}/../.venv/jars/{pinned[artifact]}" for artifact in DELTA_ARTIFACTS]
