@@ -97,14 +97,14 @@ run: install $(DRIVER_ARCHIVE) ## dbt run on the local target (lands nothing: us
 build: install $(DRIVER_ARCHIVE) ## dbt build (run + data tests + unit tests) on the local target
 	$(BIN)/dbt build
 
+# The state of ENTITY_STATE_SCHEMA; unset, the demo's while the default schema was never built (entity-state docs).
 docs: install $(DRIVER_ARCHIVE) ## Generate the dbt docs site into target/ (serve it with `make docs-serve`)
-	$(BIN)/dbt docs generate
+	$(BIN)/entity-state docs
 
 DOCS_PORT ?= 8080
 .PHONY: docs-serve sql
 docs-serve: install $(DRIVER_ARCHIVE) ## Generate the dbt docs and serve them on http://127.0.0.1:8080 (DOCS_PORT=... moves it)
-	$(BIN)/dbt docs generate
-	$(BIN)/dbt docs serve --port $(DOCS_PORT) --no-browser
+	$(BIN)/entity-state docs --serve --port $(DOCS_PORT)
 
 # The query reaches the command through the environment (make exports command-line variables), so its quotes survive.
 sql: install $(DRIVER_ARCHIVE) ## Query the state: make sql Q="select * from {{ ref('entity_state_view') }}" (entity-state sql)

@@ -48,8 +48,12 @@
             else entity_state._listed_table_properties(relation) -%}
         {%- if listed is none -%}
             {%- set listed = {} -%}
+            {#- a table never built has none: `dbt compile` or `docs generate` on a new schema asks nothing -#}
+            {%- set exists = key in entity_state.run_memo('changed_tables') or adapter.get_relation(
+                database=relation.database, schema=relation.schema, identifier=relation.identifier
+            ) is not none -%}
             {#- render(): the table's name even for a ref that `--empty` turned into an empty query -#}
-            {%- for row in run_query('show tblproperties ' ~ relation.render()).rows -%}
+            {%- for row in (run_query('show tblproperties ' ~ relation.render()).rows if exists else []) -%}
                 {%- do listed.update({row[0]: row[1]}) -%}
             {%- endfor -%}
         {%- endif -%}

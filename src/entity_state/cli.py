@@ -1,7 +1,7 @@
 """Command line: `entity-state load FILE... [--batches N] [--ingested-at TIME]`, `entity-state generate`,
 `entity-state sql QUERY`, `entity-state timeline`,
-`entity-state demo`, `entity-state driver-archive`, `entity-state jars`, `entity-state cluster up|down|status` and
-`entity-state clean`."""
+`entity-state demo`, `entity-state docs [--serve]`, `entity-state driver-archive`, `entity-state jars`,
+`entity-state cluster up|down|status` and `entity-state clean`."""
 
 from __future__ import annotations
 
@@ -112,6 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--tenant", default="acme")
     demo.add_argument("--entity", default="e-1")
 
+    docs = commands.add_parser(
+        "docs",
+        help="dbt docs generate (and serve) for the state of ENTITY_STATE_SCHEMA; unset, the demo's schema while "
+        "the default schema was never built, so that `make demo` then `make docs-serve` shows the demo's tables",
+    )
+    docs.add_argument("--serve", action="store_true", help="serve the site after generating it")
+    docs.add_argument("--port", type=int, default=8080, help="port of the served site")
+
     archive_help = (
         "write the classes a Spark driver loads to the archive each dbt command on the local target starts its "
         "driver with ($ENTITY_STATE_DRIVER_ARCHIVE, default $ENTITY_STATE_HOME/jvm/spark-driver.jsa), from dbt runs "
@@ -168,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "generate":
         return _generate(args)
+    if args.command == "docs":
+        return run_docs(args.serve, args.port)
     if args.command == "jars":
         from entity_state.jars import main as install_jars
 
@@ -259,6 +269,27 @@ def run_sql(query: str, limit: int, output: str) -> int:
     arguments = ["show", "--inline", query, "--limit", str(limit), "--output", output, "--quiet"]
     arguments += ["--project-dir", str(root), "--profiles-dir", str(root / "profiles")]
     return 0 if dbtRunner().invoke(arguments).success else 1
+
+
+def run_docs(serve: bool, port: int) -> int:
+    """`dbt docs generate`, then `dbt docs serve` if asked, in this process, on the state `documented_state` picks."""
+    root = _enter_project("docs")
+    if root is None:
+        return 1
+    from dbt.cli.main import dbtRunner
+
+    from entity_state.demo import documented_state
+
+    with documented_state() as note:
+        if note:
+            print(f"entity-state docs: {note}")
+        runner = dbtRunner()
+        paths = ["--project-dir", str(root), "--profiles-dir", str(root / "profiles")]
+        if not runner.invoke(["docs", "generate", *paths]).success:
+            return 1
+        if serve:
+            return 0 if runner.invoke(["docs", "serve", "--port", str(port), "--no-browser", *paths]).success else 1
+    return 0
 
 
 def run_timeline(tenant: str | None, entities: list[str] | None, out: Path | None, stale_after: str | None) -> int:

@@ -30,6 +30,8 @@ from entity_state.paths import local_path, nested, state_home
 
 DEMO_EVENTS = Path("data/demo/events.csv")
 DEMO_SCHEMA = "entity_state_demo"
+# the profile's schema when ENTITY_STATE_SCHEMA is unset (profiles/profiles.yml)
+DEFAULT_SCHEMA = "entity_state"
 # the demo's events are from 2026-01-01, so with this setting its open stays show as stale in the picture
 DEMO_STALE_AFTER = "30 minutes"
 MARKER = ".entity_state_demo.json"
@@ -205,6 +207,27 @@ def demo_environment(folder: Path) -> Iterator[None]:
     settings["ENTITY_STATE_DRIVER_KEPT_ALIVE"] = os.environ.get("ENTITY_STATE_DRIVER_KEPT_ALIVE") or "true"
     with overridden_environment(settings):
         yield
+
+
+@contextmanager
+def documented_state() -> Iterator[str | None]:
+    """The state `entity-state docs` documents: the environment's, unless it names no schema and the default
+    schema holds no state while the demo's does; then the demo's (its landing folder too, so that the docs'
+    hooks refresh its landing table as the demo left it). Yields the line that says so, or None."""
+    warehouse = state_home() / "warehouse"
+    # built: it holds the stays (a compile or docs run alone creates the schema and its landing table)
+    built = {
+        schema: (warehouse / f"{schema}.db" / "entity_state_segments").is_dir()
+        for schema in (DEFAULT_SCHEMA, DEMO_SCHEMA)
+    }
+    if "ENTITY_STATE_SCHEMA" in os.environ or built[DEFAULT_SCHEMA] or not built[DEMO_SCHEMA]:
+        yield None
+        return
+    with demo_environment(demo_folder()):
+        yield (
+            f"documenting the demo's state (schema {DEMO_SCHEMA}): schema {DEFAULT_SCHEMA} holds no state "
+            "(set ENTITY_STATE_SCHEMA to choose)"
+        )
 
 
 def run_demo(batches: int, tenant: str, entity: str) -> int:

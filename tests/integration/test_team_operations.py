@@ -225,3 +225,13 @@ def test_a_build_with_empty_checks_the_sql_and_leaves_the_state_as_it_was(projec
 
     project.dbt("run")
     assert_matches_reference(project, landed)
+
+
+def test_compiling_and_documenting_need_no_built_table(project):
+    """`dbt compile`, `dbt ls` and `dbt docs generate` on a schema never built, with events landed: every model and
+    data test compiles (no statement asks a missing table for its properties) and no state table is built."""
+    project.land([_row("e-1", "A", _now() - timedelta(hours=1))], _now())
+    project.dbt("compile")
+    assert project.dbt("ls", "--resource-type", "model").result
+    project.dbt("docs", "generate")
+    assert not [name for name in STATE_MODELS if project.table_exists(name)]

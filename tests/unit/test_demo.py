@@ -15,7 +15,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pytest
 
-from entity_state.demo import DEMO_SCHEMA, MARKER, DemoFolder, DemoRefused, run_demo
+from entity_state.demo import DEFAULT_SCHEMA, DEMO_SCHEMA, MARKER, DemoFolder, DemoRefused, run_demo
 from entity_state.landing import LANDED_SCHEMA
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -195,3 +195,38 @@ def test_a_landing_folder_around_or_inside_the_demo_s_is_refused(home, monkeypat
         assert "lie one inside the other" in capsys.readouterr().err
     assert not home.exists()
     assert RecordingDbt.calls == []
+
+
+@pytest.mark.parametrize(
+    ("built", "schema_set", "documented"),
+    [
+        ({DEMO_SCHEMA}, False, DEMO_SCHEMA),
+        ({DEMO_SCHEMA, DEFAULT_SCHEMA}, False, None),
+        (set(), False, None),
+        ({DEMO_SCHEMA}, True, "entity_state"),
+    ],
+)
+def test_docs_document_the_demo_only_while_the_default_schema_was_never_built(
+    home, monkeypatch, capsys, built, schema_set, documented
+):
+    from entity_state.cli import main
+
+    (home / "warehouse" / f"{DEFAULT_SCHEMA}.db").mkdir(parents=True)  # a `dbt compile` alone creates it
+    for schema in built:
+        (home / "warehouse" / f"{schema}.db" / "entity_state_segments").mkdir(parents=True)
+    if not schema_set:
+        monkeypatch.delenv("ENTITY_STATE_SCHEMA")
+    assert main(["docs", "--serve", "--port", "8123"]) == 0
+    commands = [call[0][:2] for call in RecordingDbt.calls]
+    assert commands == [["docs", "generate"], ["docs", "serve"]]
+    assert {call[2] for call in RecordingDbt.calls} == {documented}
+    if documented == DEMO_SCHEMA:
+        assert {call[1] for call in RecordingDbt.calls} == {str(home / "demo" / "landing")}
+        assert f"documenting the demo's state (schema {DEMO_SCHEMA})" in capsys.readouterr().out
+    assert os.environ.get("ENTITY_STATE_SCHEMA") == ("entity_state" if schema_set else None)
+
+
+def test_the_default_schema_is_the_profile_s():
+    assert (
+        f"env_var('ENTITY_STATE_SCHEMA', '{DEFAULT_SCHEMA}')" in (PROJECT_DIR / "profiles" / "profiles.yml").read_text()
+    )
