@@ -124,7 +124,7 @@ DURATIONS := --durations=10 --durations-min=5
 
 # The test suites' Spark drivers collect garbage with the serial collector (profiles/profiles.yml reads the variable):
 # two of them share the two cores, and G1's concurrent threads took CPU the other process needed. Integration suite
-# 16:53 against 19:44 with G1 (BENCHMARKS.md, "The test suite: where its CPU goes").
+# 16:53 against 19:42 with G1 (BENCHMARKS.md, "The test suite: where its CPU goes").
 test-integration test-adapter: export ENTITY_STATE_DRIVER_JAVA_OPTIONS ?= -XX:+UseSerialGC
 # Each pytest process keeps its Spark driver for all its tests: the JVM's default compiler, not the profile's choice
 # for a `dbt` command (BENCHMARKS.md, "the quick compiler for a driver that runs dbt once"). Tests that start dbt
