@@ -8,6 +8,9 @@ metadata queries and the models, but no JVM start.
 
 `bare`: a fresh SparkSession with the profile's settings that replays SQL statements dbt ran, to separate the cost
 of the queries from the cost of dbt around them.
+
+`bare-incremental`: the baseline job in a fresh SparkSession with the same settings, as a scheduler would start it:
+the bare counterpart of a `dbt run` as a new process.
 """
 
 from __future__ import annotations
@@ -74,6 +77,33 @@ def serve() -> None:
 def bare(statements_file: str) -> None:
     """Replay statements in a fresh session; prints session start time and each statement's time as JSON."""
     started = time.perf_counter()
+    spark = _bare_session()
+    session_seconds = time.perf_counter() - started
+    timings = []
+    for statement in json.loads(Path(statements_file).read_text()):
+        began = time.perf_counter()
+        spark.sql(statement["sql"]).collect()
+        timings.append({"kind": statement["kind"], "seconds": time.perf_counter() - began})
+    spark.stop()
+    print(json.dumps({"session_seconds": session_seconds, "statements": timings}))
+
+
+def bare_incremental(files_file: str, state: str) -> None:
+    """The baseline job on the files listed in `files_file` (JSON), in a fresh session; prints its seconds and the
+    session's start as JSON."""
+    started = time.perf_counter()
+    spark = _bare_session()
+    session_seconds = time.perf_counter() - started
+    sys.path.insert(0, str(PROJECT_DIR / "bench"))
+    from bare_incremental import apply
+
+    outcome = apply(spark, json.loads(Path(files_file).read_text()), Path(state))
+    spark.stop()
+    print(json.dumps({"session_seconds": session_seconds, **outcome}))
+
+
+def _bare_session():
+    """A SparkSession with the local profile's settings, its driver started as a `dbt` command's."""
     from pyspark.sql import SparkSession
 
     home = os.environ["ENTITY_STATE_HOME"]
@@ -94,19 +124,13 @@ def bare(statements_file: str) -> None:
     for key, value in settings.items():
         builder = builder.config(key, value)
     os.chdir(PROJECT_DIR)
-    spark = builder.getOrCreate()
-    session_seconds = time.perf_counter() - started
-    timings = []
-    for statement in json.loads(Path(statements_file).read_text()):
-        began = time.perf_counter()
-        spark.sql(statement["sql"]).collect()
-        timings.append({"kind": statement["kind"], "seconds": time.perf_counter() - began})
-    spark.stop()
-    print(json.dumps({"session_seconds": session_seconds, "statements": timings}))
+    return builder.getOrCreate()
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve()
+    elif sys.argv[1] == "bare-incremental":
+        bare_incremental(sys.argv[2], sys.argv[3])
     else:
         bare(sys.argv[2])
