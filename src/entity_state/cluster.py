@@ -245,6 +245,10 @@ def _thrift_conf(settings: Settings) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(directory / "warehouse"),
+        # Delta's classes on the driver's own class path: the Thrift Server's sessions do not see jars added by
+        # spark.jars alone (NoClassDefFoundError for org.apache.spark.sql.delta.sources.DeltaSourceUtils$ on their
+        # first statement); spark.jars still ships them to the executors
+        "spark.driver.extraClassPath": spark_jars(artifacts=DELTA_ARTIFACTS).replace(",", ":"),
         "spark.jars": spark_jars(artifacts=DELTA_ARTIFACTS),
         **SQL_SETTINGS,
     }
