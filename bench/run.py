@@ -452,27 +452,13 @@ def bare_replay(workspace: Workspace, logs: Path) -> Measurement:
     events = [json.loads(line) for line in (logs / "dbt.log").read_text().splitlines() if line.startswith("{")]
     plan = workspace.home / "bare_statements.json"
     plan.write_text(json.dumps(statements(events)))
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [PYTHON, str(PROJECT_DIR / "bench" / "dbt_worker.py"), "bare", str(plan)],
-        env=workspace.env,
-        cwd=PROJECT_DIR,
-        stdout=subprocess.PIPE,
-        stderr=open(workspace.home / "bare.log", "ab"),  # noqa: SIM115 (the child owns it)
-        text=True,
-    )
-    with TreeMemory(process.pid) as memory:
-        output, _ = process.communicate()
-    seconds = time.perf_counter() - started
-    if process.returncode != 0:
-        raise RuntimeError(f"bare replay failed; see {workspace.home / 'bare.log'}")
-    result = json.loads(output.strip().splitlines()[-1])
+    result, seconds, peak = _bare_child(workspace, "bare", str(plan))
     # the bare job's SparkSession comes up without the metastore, which its first statement then starts
     phases = {SPARK_START: result["session_seconds"] + result["statements"][0]["seconds"]}
     for kind in ("metadata", "ddl", "write"):
         phases[f"spark {kind} statements"] = sum(s["seconds"] for s in result["statements"][1:] if s["kind"] == kind)
     phases["python start and imports"] = max(0.0, seconds - sum(phases.values()))
-    return Measurement(seconds, memory.peak, phases)
+    return Measurement(seconds, peak, phases)
 
 
 def bare_process(workspace: Workspace, files: list[str], state: str) -> Measurement:
@@ -480,15 +466,19 @@ def bare_process(workspace: Workspace, files: list[str], state: str) -> Measurem
     scheduler would run it; its state in the workspace folder `state`."""
     listing = workspace.home / "bare_files.json"
     listing.write_text(json.dumps(files))
-    started, started_at = time.perf_counter(), time.time()
+    started_at = time.time()
+    result, seconds, peak = _bare_child(workspace, "bare-incremental", str(listing), str(workspace.home / state))
+    written, stored = table_files(workspace.home / state, started_at)
+    phases = {SPARK_START: result["session_seconds"], "spark write statements": result["seconds"]}
+    phases["python start and imports"] = max(0.0, seconds - sum(phases.values()))
+    return Measurement(seconds, peak, phases, written=written, stored=stored)
+
+
+def _bare_child(workspace: Workspace, *command: str) -> tuple[dict, float, int]:
+    """`bench/dbt_worker.py COMMAND...` in a new process: the JSON it printed last, its seconds and peak memory."""
+    started = time.perf_counter()
     process = subprocess.Popen(
-        [
-            PYTHON,
-            str(PROJECT_DIR / "bench" / "dbt_worker.py"),
-            "bare-incremental",
-            str(listing),
-            str(workspace.home / state),
-        ],
+        [PYTHON, str(PROJECT_DIR / "bench" / "dbt_worker.py"), *command],
         env=workspace.env,
         cwd=PROJECT_DIR,
         stdout=subprocess.PIPE,
@@ -499,12 +489,8 @@ def bare_process(workspace: Workspace, files: list[str], state: str) -> Measurem
         output, _ = process.communicate()
     seconds = time.perf_counter() - started
     if process.returncode != 0:
-        raise RuntimeError(f"the baseline job as a new process failed; see {workspace.home / 'bare.log'}")
-    result = json.loads(output.strip().splitlines()[-1])
-    written, stored = table_files(workspace.home / state, started_at)
-    phases = {SPARK_START: result["session_seconds"], "spark write statements": result["seconds"]}
-    phases["python start and imports"] = max(0.0, seconds - sum(phases.values()))
-    return Measurement(seconds, memory.peak, phases, written=written, stored=stored)
+        raise RuntimeError(f"bench/dbt_worker.py {command[0]} failed; see {workspace.home / 'bare.log'}")
+    return json.loads(output.strip().splitlines()[-1]), seconds, memory.peak
 
 
 class Results:
