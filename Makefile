@@ -97,7 +97,7 @@ run: install $(DRIVER_ARCHIVE) ## dbt run on the local target (lands nothing: us
 build: install $(DRIVER_ARCHIVE) ## dbt build (run + data tests + unit tests) on the local target
 	$(BIN)/dbt build
 
-# The state of ENTITY_STATE_SCHEMA; unset, the demo's while the default schema was never built (entity-state docs).
+# The state of ENTITY_STATE_SCHEMA; unset, the demo's while the default schema holds no state (entity-state docs).
 docs: install $(DRIVER_ARCHIVE) ## Generate the dbt docs site into target/ (serve it with `make docs-serve`)
 	$(BIN)/entity-state docs
 

@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     docs = commands.add_parser(
         "docs",
         help="dbt docs generate (and serve) for the state of ENTITY_STATE_SCHEMA; unset, the demo's schema while "
-        "the default schema was never built, so that `make demo` then `make docs-serve` shows the demo's tables",
+        "the default schema holds no state, so that `make demo` then `make docs-serve` shows the demo's tables",
     )
     docs.add_argument("--serve", action="store_true", help="serve the site after generating it")
     docs.add_argument("--port", type=int, default=8080, help="port of the served site")
