@@ -16,9 +16,11 @@ from entity_state.paths import DEFAULT_LANDING_DIR
 
 LANDING_DIR_HELP = f"landing folder (default: $ENTITY_STATE_LANDING_DIR, else {DEFAULT_LANDING_DIR})"
 CLUSTER_EPILOG = """settings (environment variables, with their defaults): ENTITY_STATE_HOME (.local; the cluster's
-files go to its cluster/ folder), ENTITY_STATE_MASTER_PORT (7078), ENTITY_STATE_MASTER_UI_PORT (8090),
-ENTITY_STATE_WORKER_UI_PORT (8091), ENTITY_STATE_THRIFT_PORT (10001), ENTITY_STATE_WORKER_CORES (1),
-ENTITY_STATE_WORKER_MEMORY (2g), ENTITY_STATE_CLUSTER_TIMEOUT (180 seconds)"""
+files go to its cluster/ folder), ENTITY_STATE_METASTORE_PORT (15432), ENTITY_STATE_MASTER_PORT (7078),
+ENTITY_STATE_MASTER_UI_PORT (8090), ENTITY_STATE_WORKER_UI_PORT (8091) and the next port for the second worker,
+ENTITY_STATE_THRIFT_PORT (10001), ENTITY_STATE_WORKER_CORES (2), ENTITY_STATE_WORKER_MEMORY (4g),
+ENTITY_STATE_EXECUTOR_MEMORY (2g), ENTITY_STATE_CLUSTER_TIMEOUT (180 seconds), ENTITY_STATE_POSTGRES_BIN (the newest
+/usr/lib/postgresql/*/bin)"""
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

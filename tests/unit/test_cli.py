@@ -63,12 +63,14 @@ def test_the_cluster_help_names_the_defaults_of_its_settings(capsys, monkeypatch
     settings = Settings.from_env()
     text = _help(["cluster"], capsys)
     for variable, value in [
+        ("ENTITY_STATE_METASTORE_PORT", settings.metastore_port),
         ("ENTITY_STATE_MASTER_PORT", settings.master_port),
         ("ENTITY_STATE_MASTER_UI_PORT", settings.master_ui_port),
         ("ENTITY_STATE_WORKER_UI_PORT", settings.worker_ui_port),
         ("ENTITY_STATE_THRIFT_PORT", settings.thrift_port),
         ("ENTITY_STATE_WORKER_CORES", settings.worker_cores),
         ("ENTITY_STATE_WORKER_MEMORY", settings.worker_memory),
+        ("ENTITY_STATE_EXECUTOR_MEMORY", settings.executor_memory),
         ("ENTITY_STATE_CLUSTER_TIMEOUT", f"{settings.timeout:g} seconds"),
     ]:
         assert f"{variable} ({value})" in text
