@@ -13,6 +13,10 @@ under the target table's location). The point reached is written to $ENTITY_STAT
 `--then-land` moves a batch file into the landing folder once dbt succeeded (and the dump is written), and runs dbt
 again in this process, killed as `--then-kill-at` says: one process both checks a rerun and is the next killed run,
 so a chain of kill points starts one JVM per point instead of two.
+
+With ENTITY_STATE_TARGET=cluster, dbt sends its statements to the Thrift Server: the kill is armed on that
+connection's cursor, the staging folders are watched in the cluster's warehouse (ENTITY_STATE_WAREHOUSE_DIR, a
+folder this machine sees), and the dump reads through the Thrift Server.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.spark import session as spark_session_module
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt.cli.main import dbtRunner
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -48,7 +53,8 @@ def _table_location(sql: str) -> Path | None:
     if not found:
         return None
     schema, _, table = found.group(1).replace("`", "").rpartition(".")
-    return _home() / "warehouse" / f"{schema}.db" / table
+    warehouse = Path(os.environ.get("ENTITY_STATE_WAREHOUSE_DIR") or _home() / "warehouse")
+    return warehouse / f"{schema}.db" / table
 
 
 def _watch_for_staging(location: Path, statement_done: threading.Event) -> None:
@@ -58,7 +64,9 @@ def _watch_for_staging(location: Path, statement_done: threading.Event) -> None:
         time.sleep(0.002)
 
 
-UNARMED_EXECUTE = spark_session_module.Cursor.execute
+# the cursor whose `execute` sends dbt's statements on this process's target
+CURSOR = PyhiveConnectionWrapper if os.environ.get("ENTITY_STATE_TARGET") == "cluster" else spark_session_module.Cursor
+UNARMED_EXECUTE = CURSOR.execute
 
 
 def _arm_kill(pattern: str, when: str) -> None:
@@ -81,7 +89,7 @@ def _arm_kill(pattern: str, when: str) -> None:
             statement_done.set()
             (_home() / "killed_at").write_text("missed: the write finished before a staging folder was seen")
 
-    spark_session_module.Cursor.execute = execute
+    CURSOR.execute = execute
 
 
 def _dbt(args: list[str]) -> bool:
@@ -90,15 +98,29 @@ def _dbt(args: list[str]) -> bool:
 
 
 def _dump(output: Path) -> None:
-    from pyspark.sql import SparkSession
-
     schema = os.environ["ENTITY_STATE_SCHEMA"]
-    spark = SparkSession.builder.getOrCreate()  # the session dbt opened, with the profile's settings
     tables = {}
     for name in ("entity_state_view", "entity_state_segments", "entity_state_changes"):
-        rows = spark.sql(f"select * from {schema}.{name}").collect()
-        tables[name] = [{key: _jsonable(value) for key, value in row.asDict().items()} for row in rows]
+        rows = _select_all(f"{schema}.{name}")
+        tables[name] = [{key: _jsonable(value) for key, value in row.items()} for row in rows]
     output.write_text(json.dumps(tables))
+
+
+def _select_all(table: str) -> list[dict[str, Any]]:
+    if CURSOR is PyhiveConnectionWrapper:
+        from contextlib import closing
+
+        from tests.integration.dbt_harness import thrift_connection
+
+        with closing(thrift_connection()) as connection:
+            cursor = connection.cursor()
+            cursor.execute(f"select * from {table}")
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()  # the session dbt opened, with the profile's settings
+    return [row.asDict() for row in spark.sql(f"select * from {table}").collect()]
 
 
 def _jsonable(value: Any) -> Any:
@@ -136,7 +158,7 @@ def main(argv: list[str]) -> int:
         if options["--then-kill-at"]:
             _arm_kill(options["--then-kill-at"], options["--then-kill-when"])
         else:
-            spark_session_module.Cursor.execute = UNARMED_EXECUTE
+            CURSOR.execute = UNARMED_EXECUTE
         success = _dbt(dbt_args)
     return 0 if success else 1
 
