@@ -167,8 +167,8 @@ cluster-down: ## Stop what cluster-up started (safe to repeat)
 cluster-status: ## Show what of the local cluster runs where (ports, logs, data) and whether it answers queries
 	$(BIN)/entity-state cluster status
 
-# The tests marked `cluster` (article splits, a late event and a full refresh, failures and reruns, a dbt process
-# killed mid-write, a property-test sample) against the Thrift Server. Two pytest processes, each in a schema of its
+# The tests marked `cluster` (article splits, failures and reruns, a dbt process killed mid-write, a property-test
+# sample) against the Thrift Server. Two pytest processes, each in a schema of its
 # own on the one server: while one compiles dbt's SQL, the server runs the other's statements (3:18 against 4:24 in
 # one process, on 2 cores). Then, in one process, the tests that kill a worker or restart the whole cluster
 # (`cluster_alone`): run beside the others, they would take the server away from them.
