@@ -68,6 +68,14 @@ def test_a_readme_command_parses(command):
             text=True,
         )
         assert checked.returncode == 0, f"{command}: {checked.stdout[-2000:]}{checked.stderr[-2000:]}"
+    elif program == "pyspark":
+        # PySpark's own shell, on the conf folder `entity-state cluster up` writes for the default state home
+        from entity_state.cluster import Settings
+
+        assert not arguments and Path(sys.executable).with_name("pyspark").is_file(), command
+        conf_dir = Settings.from_env({"ENTITY_STATE_HOME": str(PROJECT_DIR / ".local")}).conf_dir
+        given = shlex.split(command)[0].removeprefix("SPARK_CONF_DIR=").replace("$PWD", str(PROJECT_DIR))
+        assert Path(given) == conf_dir, command
     else:
         pytest.fail(f"the README shows `{command}`, which this test does not know how to check: teach it")
 
