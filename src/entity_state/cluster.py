@@ -263,8 +263,7 @@ def _where(settings: Settings, component: Component) -> str:
 def _workers_as_the_master_sees_them(settings: Settings) -> list[str]:
     """One line per worker the master knows: its state and the cores its executors use (the master's JSON page)."""
     try:
-        with urllib.request.urlopen(f"http://{HOST}:{settings.master_ui_port}/json/", timeout=5) as response:
-            page = json.load(response)
+        page = _master_page(settings)
     except (OSError, ValueError) as error:
         return [f"no answer on its web UI ({error})"]
     lines = [
@@ -279,8 +278,13 @@ def _workers_as_the_master_sees_them(settings: Settings) -> list[str]:
 
 def alive_workers(settings: Settings) -> list[dict]:
     """The workers the master counts as alive, from its JSON page."""
+    return [w for w in _master_page(settings).get("workers", []) if w.get("state") == "ALIVE"]
+
+
+def _master_page(settings: Settings) -> dict:
+    """The master's state as its web UI gives it (workers, applications)."""
     with urllib.request.urlopen(f"http://{HOST}:{settings.master_ui_port}/json/", timeout=5) as response:
-        return [w for w in json.load(response).get("workers", []) if w.get("state") == "ALIVE"]
+        return json.load(response)
 
 
 def running_pid(settings: Settings, component: Component) -> int | None:
