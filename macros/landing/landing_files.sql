@@ -1,8 +1,6 @@
 {#- Highest `ingested_at` landed in the files a window starting at `files_since` can hold (all files when it is
-    none), fixed once when a model compiles, and once per invocation for the same `files_since` (run_memo): the
-    models of one run that start at the same point end at the same landed arrival too (with two dbt threads,
-    segments and the quarantine may each ask, and end apart: the tables that wait for both take the lower). None
-    under `--empty`, where the models read no rows of any ref or source: no window then reaches the landing. -#}
+    none), fixed once when the run manifest entity_state_runs compiles: every other model ends its window where the
+    manifest's newest row does. None under `--empty`, where the models read no rows of any ref or source: no window then reaches the landing. -#}
 {% macro landing_high_watermark(files_since=none) %}
     {%- if not execute or flags.EMPTY -%}
         {{ return(none) }}
@@ -18,19 +16,11 @@
         or run_query("show tables in " ~ landing.schema ~ " like '" ~ landing.identifier ~ "'").rows | length == 0) -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set read = entity_state.run_memo('landing_high_watermark') -%}
-    {%- set key = files_since | string -%}
-    {%- if key not in read -%}
-        {%- set result = run_query(
-            'select unix_micros(max(' ~ entity_state.input_column('ingested_at') ~ ')) from ' ~ landing
-            ~ ' where ' ~ entity_state.landing_files_since(
-                files_since, entity_state.input_column('source_file_modified_at')
-            )
-        ) -%}
-        {%- set value = result.columns[0].values()[0] -%}
-        {%- do read.update({key: none if value is none else value | int}) -%}
-    {%- endif -%}
-    {{ return(read[key]) }}
+    {%- set value = entity_state._query_value(
+        'select unix_micros(max(' ~ entity_state.input_column('ingested_at') ~ ')) from ' ~ landing
+        ~ ' where ' ~ entity_state.landing_files_since(files_since, entity_state.input_column('source_file_modified_at'))
+    ) -%}
+    {{ return(none if value is none else value | int) }}
 {% endmacro %}
 
 {#- How much later than its file's modification time a landed row's `ingested_at` may be: the clock skew allowed
@@ -74,25 +64,17 @@
     column that is null in every row of a file is taken as missing: rejecting each row would hide a broken producer
     behind a pile of quarantined rows. A file whose `ingested_at` is later than its modification time plus the
     allowed clock skew breaks what lets runs skip old files unread (landing_files_since): a later file like it could
-    be skipped, so the first one seen stops the run. The same scan finds whether the window has rows the quarantine
-    keeps, for landed_window_has_rejected_rows. -#}
+    be skipped, so the first one seen stops the run. Checked once per run window, by the run manifest
+    entity_state_runs, before anything is written. -#}
 {% macro assert_landing_files_complete(low, high) %}
     {#- a table input has no files; landing_high_watermark has checked that its columns are there. A window with
         nothing new has no file to check, and the query would still cost a Spark job. -#}
     {%- if not execute or entity_state.is_window_empty(low, high) or entity_state.is_table_input() -%}
         {{ return('') }}
     {%- endif -%}
-    {#- the files of a window checked once per invocation (run_memo): the models that read the same window -#}
-    {%- set checked = entity_state.run_memo('checked_landing_windows') -%}
-    {%- set key = low ~ '-' ~ high -%}
-    {%- if key in checked -%}
-        {{ return('') }}
-    {%- endif -%}
     {%- set required = ['tenant_id', 'entity_id', 'state_id', 'event_time'] -%}
     {%- set skew_micros = entity_state.landing_clock_skew_micros() -%}
-    {#- one row per file that breaks the contract, then per file with rows the staging view gives a reject_reason
-        (the same expression on the same columns): 20 at most, so a file of the second kind is there when no more
-        than 19 break the contract, and when more do the run stops anyway -#}
+    {#- one row per file that breaks the contract: 20 at most, enough to say what to fix -#}
     {%- set breaks_contract -%}
         (least({% for column in required %}{{ column }}_values{{ ', ' if not loop.last }}{% endfor %}) = 0
             or is_stamped_after_file)
@@ -104,10 +86,6 @@
             count({{ 'coalesce(cast(event_time as string), event_time_text)' if column == 'event_time' else column }})
                 as {{ column }}_values,
             {%- endfor %}
-            count({{ entity_state.reject_reason(
-                'tenant_id', 'entity_id', 'state_id', 'event_time', 'event_time_text',
-                entity_state.input_column('ingested_at')
-            ) | indent(12) }}) as rows_rejected,
             max(ingested_at) as last_ingested_at,
             max(_metadata.file_modification_time) as file_modified_at,
             coalesce(
@@ -119,8 +97,8 @@
             low, high, entity_state.input_column('ingested_at'), '_metadata.file_modification_time'
         ) }}
         group by _metadata.file_name
-        having {{ breaks_contract }} or rows_rejected > 0
-        order by {{ breaks_contract }} desc, file_name
+        having {{ breaks_contract }}
+        order by file_name
         limit 20
     {%- endset -%}
     {%- set rows = run_query(query).rows -%}
@@ -143,14 +121,5 @@
             ~ ", fix it (or land it again with `entity-state load`, which checks it), then rerun."
         ) }}
     {%- endif -%}
-    {%- do checked.update({key: {'has_rejected_rows': rows | selectattr('rows_rejected') | list | length > 0}}) -%}
     {{ return('') }}
-{% endmacro %}
-
-{#- Whether the window (`low`, `high`) has landed rows the quarantine keeps, as the check of its files in this
-    invocation found (assert_landing_files_complete), or none when that check did not look at this window (an events
-    table as input, a window with nothing new, another window). -#}
-{% macro landed_window_has_rejected_rows(low, high) %}
-    {%- set checked = entity_state.run_memo('checked_landing_windows').get(low ~ '-' ~ high) -%}
-    {{ return(checked.get('has_rejected_rows') if checked is mapping else none) }}
 {% endmacro %}

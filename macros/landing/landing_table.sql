@@ -177,3 +177,25 @@
         database=none, schema=target.schema, identifier='landing_events'
     )) }}
 {% endmacro %}
+
+{#- The table properties in one table's `show table extended` text (`information`), as _listed_table_properties
+    reads them: none when the text is not such a listing or its line does not parse, an empty dict when it has no
+    such line. -#}
+{% macro _table_properties_in_listing(information) %}
+    {%- if not information or not modules.re.search('(?m)^Type: ', information) -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set listed = modules.re.search('(?m)^Table Properties: *\\[(.*)\\] *$', information) -%}
+    {%- if listed is none -%}
+        {{ return(none if 'Table Properties:' in information else {}) }}
+    {%- endif -%}
+    {%- set properties = {} -%}
+    {%- for pair in modules.re.split(', (?=[A-Za-z_][\\w.-]*=)', listed.group(1)) if pair -%}
+        {%- set parts = pair.partition('=') -%}
+        {%- if not parts[1] -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {%- do properties.update({parts[0]: parts[2]}) -%}
+    {%- endfor -%}
+    {{ return(properties) }}
+{% endmacro %}

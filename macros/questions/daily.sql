@@ -13,17 +13,21 @@
     Every day is recomputed on a first run, a full refresh, a changed `entity_state__stale_after`, a table without
     the watermark (a run stopped before recording it), and when the current table is behind what this table counted. -#}
 {% macro daily_recompute_plan() %}
-    {%- set current_relation = entity_state.state_relation('entity_state_current_log') -%}
-    {%- set through = entity_state.read_watermark(current_relation) -%}
+    {%- set segments = ref('entity_state_segments') -%}
+    {%- set through = entity_state.progress_of(segments, 'watermark_ingested_at', 'is_open') -%}
     {%- set plan = {'recompute_from': none, 'watermark': through, 'is_counted': false} -%}
-    {%- if not entity_state.has_stored_state() or through is none -%}
+    {%- if not entity_state.is_built(this) or through is none -%}
         {{ return(plan) }}
     {%- endif -%}
-    {%- set properties = entity_state.table_properties(this) -%}
-    {%- set counted_through = properties.get(entity_state.watermark_property()) -%}
+    {%- set counted = run_query(
+        'select unix_micros(max(counted_through_ingested_at)) as counted_through, '
+        ~ 'count(distinct counted_stale_after) as settings, max(counted_stale_after) as stale_after from ' ~ this
+    ).rows[0] -%}
+    {%- set counted_through = counted['counted_through'] -%}
     {%- if counted_through is none
         or counted_through | int > through
-        or properties.get(entity_state._daily_stale_after_property()) != entity_state._daily_stale_after_text() -%}
+        or counted['settings'] != 1
+        or counted['stale_after'] != entity_state.daily_stale_after_text() -%}
         {{ return(plan) }}
     {%- endif -%}
     {%- if counted_through | int == through -%}
@@ -51,10 +55,11 @@
         touched_stays as (
             {%- if stale_after %}
             select min(current_stays.start_time) as first_start_time
-            from {{ entity_state.newest_logged_rows(current_relation, through) }} as current_stays
+            from {{ segments }} as current_stays
             left semi join window_events
                 on current_stays.tenant_id = window_events.tenant_id
                 and current_stays.entity_id = window_events.entity_id
+            where current_stays.is_open
             {%- else %}
             select cast(null as timestamp) as first_start_time
             {%- endif %}
@@ -86,22 +91,8 @@
     {{ return(plan) }}
 {% endmacro %}
 
-{% macro _daily_stale_after_property() %}
-    {{ return('entity_state.daily_stale_after') }}
-{% endmacro %}
-
-{% macro _daily_stale_after_text() %}
+{#- The staleness setting as entity_state_daily_counted records it on its rows: a run with another setting
+    recomputes every day instead of mixing the two. -#}
+{% macro daily_stale_after_text() %}
     {{ return(entity_state.stale_after() or 'off') }}
-{% endmacro %}
-
-{#- Post-hook of entity_state_daily_counted: records the staleness setting its rows were counted with, so a run with
-    another setting recomputes every day instead of mixing the two. Nothing to record when the run wrote nothing. -#}
-{% macro record_daily_stale_after() %}
-    {%- if not execute or entity_state.read_write_plan(model.compiled_code).get('is_window_empty') -%}
-        {{ return('') }}
-    {%- endif -%}
-    {%- do entity_state.forget_table_properties(this) -%}
-    alter table {{ this }} set tblproperties (
-        '{{ entity_state._daily_stale_after_property() }}' = '{{ entity_state._daily_stale_after_text() }}'
-    )
 {% endmacro %}

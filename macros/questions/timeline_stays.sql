@@ -1,7 +1,6 @@
-{#- Every stay of every entity, as entity_state_view shows it (its columns), as a select for a view or a CTE.
-    `segments_filter`: SQL on entity_state_segments' partition column, for a reader that needs only the stays ending
-    from some time on (entity_state_daily_counted): every stay a repair replaced was written before that repair, so
-    a filter that keeps whole writes from some write on keeps every repair that could replace a stay it keeps. -#}
+{#- Every stay of every entity, as entity_state_view shows it (its columns), as a select for a view or a CTE:
+    entity_state_segments' stays, the open one ending now. `segments_filter`: SQL on segments' columns, for a reader
+    that needs only the stays ending from some time on (entity_state_daily_counted); the open stays always pass. -#}
 {% macro timeline_stays(segments_filter=none) %}
 with
 
@@ -14,30 +13,11 @@ segments as (
         start_time,
         end_time,
         last_event_ts,
-        closed_ingested_at,
-        repaired_through_ingested_at,
-        emitted_window
+        is_open
     from {{ ref('entity_state_segments') }}
     {%- if segments_filter %}
-    where {{ segments_filter }}
+    where is_open or ({{ segments_filter }})
     {%- endif %}
-),
-
-current_stays as (
-    select
-        tenant_id,
-        entity_id,
-        state_id,
-        start_time,
-        last_event_ts,
-        watermark_ingested_at
-    from {{ ref('entity_state_current') }}
-),
-
--- segments may be a run ahead of the current table (it is written first); showing only the stays the current
--- row has caught up with keeps every timeline consistent, whatever was run last
-standing_segments as (
-    {{ entity_state.standing_closed_stays('segments', 'current_stays') }}
 ),
 
 closed_stays as (
@@ -50,7 +30,8 @@ closed_stays as (
         end_time,
         last_event_ts,
         false as is_open
-    from standing_segments
+    from segments
+    where not is_open
 ),
 
 open_stays as (
@@ -63,7 +44,8 @@ open_stays as (
         current_timestamp() as end_time,
         last_event_ts,
         true as is_open
-    from current_stays
+    from segments
+    where is_open
 ),
 
 all_stays as (

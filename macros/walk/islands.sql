@@ -11,6 +11,9 @@
     may_have_late_events: with a seed, false when no event of the window can be late (may_have_late_events): the
              walk is then planned without its repair, which would find no entity to repair, and needs no `history`.
 
+    counts_batches: also return `batch_counts` on the open stay: per batch of the entity's window events, how many
+             the walk applied and how many were late (an array of structs).
+
     Returns one row per stay of every entity that has an applied event: the stays the window closed (is_open false)
     and the stay that is open after it (is_open true). A stay that started before the window rides in on the seed
     with its true start_time. An entity with a late event in the window (older than one of its events from an
@@ -20,7 +23,9 @@
     every stay from there on comes out, with repaired_through_ingested_at: the arrival of the newest event the repair
     walked (null for an entity walked from its seed). Without a seed every event is walked
     anyway; with has_stored_stays an entity with a late event carries repaired_through_ingested_at all the same. -#}
-{% macro entity_state_islands(events, seed=none, history=none, has_stored_stays=false, may_have_late_events=true) %}
+{% macro entity_state_islands(
+    events, seed=none, history=none, has_stored_stays=false, may_have_late_events=true, counts_batches=false
+) %}
 {%- set walks_repairs = seed is not none and may_have_late_events -%}
 {%- if walks_repairs and history is none -%}
     {{ exceptions.raise_compiler_error(
@@ -34,6 +39,31 @@ with
 classified as (
     {{ entity_state.classify_window_events(events, seed) }}
 ),
+
+{%- if counts_batches %}
+
+-- what the walk made of each batch's events, per entity, carried on the entity's open stay: the batch counts
+-- (entity_state_batches) read it from the change feed of the commit that wrote the stay
+entity_batch_counts as (
+    select
+        tenant_id as counted_tenant_id,
+        entity_id as counted_entity_id,
+        collect_list(named_struct(
+            'batch_ingested_at', ingested_at, 'rows_applied', rows_applied, 'rows_late', rows_late
+        )) as batch_counts
+    from (
+        select
+            tenant_id,
+            entity_id,
+            ingested_at,
+            count_if(not is_late and not is_seen_before) as rows_applied,
+            count_if(is_late) as rows_late
+        from classified
+        group by tenant_id, entity_id, ingested_at
+    ) as batch_rows
+    group by tenant_id, entity_id
+),
+{%- endif %}
 
 {%- if walks_repairs %}
 
@@ -312,7 +342,15 @@ final as (
         states_at_last_event_ts,
         next_state_id is null as is_open,
         case when is_repaired then entity_last_ingested_at end as repaired_through_ingested_at
+        {%- if counts_batches %},
+        case when next_state_id is null then entity_batch_counts.batch_counts end as batch_counts
+        {%- endif %}
     from with_states_at_last
+    {%- if counts_batches %}
+    left join entity_batch_counts
+        on with_states_at_last.tenant_id = entity_batch_counts.counted_tenant_id
+        and with_states_at_last.entity_id = entity_batch_counts.counted_entity_id
+    {%- endif %}
 )
 
 select * from final

@@ -5,29 +5,6 @@
     and {{ entity_state.landing_files_since(low, file_modified_at) }}
 {% endmacro %}
 
-{#- Filter for the landed rows a repair of the window's late events reads (its history): every row up to the
-    window's end when no bound is known; otherwise the window's own rows and, when an entity with a stored stay is
-    repaired, every row from the bound's event time on (repair_history_bound). A row at or after that time arrived at
-    most the event clock skew before it (reject_reason rejects the others), so files modified before then, less both
-    skews, are skipped unread. -#}
-{% macro repair_history_predicate(window) %}
-    {%- set bound = window.get('repair_history') -%}
-    {%- if bound is none -%}
-        {{ entity_state.landed_window_predicate(none, window.high) }}
-    {%- elif not bound.has_stored_repairs -%}
-        {{ entity_state.landed_window_predicate(window.low, window.high) }}
-    {%- else -%}
-        {%- set arrived_after = [
-            (bound.event_time_from | int) - entity_state.event_clock_skew_micros() - 1, window.low | int
-        ] | min -%}
-        {{ entity_state.window_predicate('ingested_at', arrived_after, window.high) }}
-        and (
-            event_time >= {{ entity_state.micros_to_timestamp(bound.event_time_from) }}
-            or ingested_at > {{ entity_state.micros_to_timestamp(window.low) }}
-        )
-        and {{ entity_state.landing_files_since(arrived_after) }}
-    {%- endif -%}
-{% endmacro %}
 
 {#- Filter for the events of the half-open window (low, high]: low none means from the beginning, high none means
     nothing has landed (or nothing may be processed yet), so no event qualifies. An empty window (high <= low, a run

@@ -1,9 +1,13 @@
-{{ config(materialized='kept_view') }}
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key=['tenant_id', 'entity_id']) }}
 
-{#- One row per entity: its newest row in the log of open stays (macro newest_logged_rows). -#}
+{#- One row per entity: its open stay, merged from entity_state_segments' open stays that runs wrote since this
+    table's newest watermark (every run that touches an entity writes its open stay with the run's window end). A
+    run stopped between the two tables leaves this one behind, never wrong: the next run catches it up. -#}
+{%- set synced_through = entity_state.progress_of(this, 'watermark_ingested_at') %}
+
 with
 
-final as (
+open_stays as (
     select
         tenant_id,
         entity_id,
@@ -12,7 +16,15 @@ final as (
         last_event_ts,
         states_at_last_event_ts,
         watermark_ingested_at
-    from {{ entity_state.newest_logged_rows(ref('entity_state_current_log')) }} as logged_rows
+    from {{ ref('entity_state_segments') }}
+    where is_open
+        {%- if synced_through is not none %}
+        and watermark_ingested_at > {{ entity_state.micros_to_timestamp(synced_through) }}
+        {%- endif %}
+),
+
+final as (
+    select * from open_stays
 )
 
 select * from final

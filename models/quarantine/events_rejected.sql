@@ -1,25 +1,10 @@
-{{
-    config(
-        materialized='state_table',
-        incremental_strategy=entity_state.state_write_strategy('new_partition'),
-        partition_by=['emitted_window'],
-        pre_hook=["{{ entity_state.record_write_intent() }}"],
-        post_hook=["{{ entity_state.record_watermark() }}"],
-        on_schema_change='fail',
-    )
-}}
+{{ config(materialized='incremental', incremental_strategy='append') }}
 
-{#- Landed rows that cannot be applied, with the reason; one partition per run window that has some, like
-    entity_state_segments (its window: yml meta `state_window`, macro state_window). A window whose landed rows can
-    all be applied, as the check of its files found (landed_window_has_rejected_rows), writes nothing: its write
-    would cost Spark jobs and add an empty partition; its columns are checked and its watermark is recorded all the
-    same. An events table as input has no files check, so there the quarantine adds a partition every run. -#}
-{%- set window = entity_state.state_window() -%}
-{%- if window.plan.rebuild is none and entity_state.has_stored_state()
-    and entity_state.landed_window_has_rejected_rows(window.low, window.high) == false -%}
-    {%- do window.plan.update({'writes_no_rows': true}) -%}
-{%- endif %}
-{{ entity_state.write_plan(**window.plan) }}
+{#- Landed rows that cannot be applied, with the reason, appended per run window (entity_state_runs): the rows of
+    the windows after the newest one this table holds, skipping the windows the manifest counted none in. -#}
+{%- set window = entity_state.manifest_window(
+    entity_state.progress_of(this, 'window_end_ingested_at'), 'rows_rejected'
+) %}
 
 with
 
@@ -47,7 +32,7 @@ final as (
         reject_reason,
         source_file_name,
         ingested_at,
-        '{{ window.plan.partition }}' as emitted_window
+        {{ entity_state.window_end_literal(window) }} as window_end_ingested_at
     from landed
     where reject_reason is not null
 )

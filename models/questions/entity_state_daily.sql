@@ -32,7 +32,8 @@ current_stays as (
         start_time,
         last_event_ts,
         watermark_ingested_at
-    from {{ ref('entity_state_current') }}
+    from {{ ref('entity_state_segments') }}
+    where is_open
 ),
 
 count_moment as (

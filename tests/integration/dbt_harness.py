@@ -31,7 +31,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 # the state home this pytest process started with, whose cluster/ folder `make cluster-up` filled: read before
 # DbtProject points ENTITY_STATE_HOME at a test's own
 CLUSTER_HOME = Path(os.environ.get("ENTITY_STATE_HOME", PROJECT_DIR / ".local")).resolve()
-STATE_MODELS = ("entity_state_segments", "entity_state_current_log")
+STATE_MODELS = ("entity_state_segments", "entity_state_current")
 # `dbt build` with the data tests on the state but without the yml unit tests: those run the models' SQL on fixed
 # inputs, never on the state, so a test about the state gains nothing from them, and they take about a third of a
 # build here (12 of them, 10 s). test_dbt_build_runs_the_data_tests_on_the_state keeps the whole `dbt build`.

@@ -1,8 +1,8 @@
 {#- A warning per batch of entity_state_batches: the batches where `column_name` (rows_rejected, rows_late) is more
     than the share `entity_state__<setting>` of the batch's rows_landed. Reads the recent batches only, those that
-    arrived within `recent_hours` of the newest batch the table has recorded (its watermark): the filter on
-    `emitted_window` prunes the table's partitions in the metastore, so the check costs the same after any number of
-    runs and can follow every scheduled run. Warn level with stored failures by default: the batch has been applied
+    arrived within `recent_hours` of the newest batch the table has counted: a literal filter on
+    `batch_ingested_at`, which Delta's file statistics skip old files by, so the check costs about the same after
+    any number of runs and can follow every scheduled run. Warn level with stored failures by default: the batch has been applied
     (or quarantined) already, the warning says which producer to look at. -#}
 {% test batch_share_at_most(model, column_name, setting, recent_hours=24) %}
 {{ config(severity='warn', store_failures=true) }}
@@ -12,7 +12,7 @@
         "var entity_state__" ~ setting ~ " must be a share between 0 and 1; got '" ~ max_share ~ "'"
     ) }}
 {%- endif -%}
-{%- set newest = entity_state.read_watermark(model) if execute else none -%}
+{%- set newest = entity_state.progress_of(model, 'batch_ingested_at') -%}
 {%- set since = none if newest is none else newest - (recent_hours * 3600 * 1000000) | int -%}
 with
 
@@ -22,11 +22,10 @@ recent as (
         source_files,
         rows_landed,
         {{ column_name }} as rows_counted,
-        emitted_window
+        window_end_ingested_at
     from {{ model }}
-    where {{ entity_state.emitted_since(since) }}
     {%- if since is not none %}
-        and batch_ingested_at > {{ entity_state.micros_to_timestamp(since) }}
+    where batch_ingested_at > {{ entity_state.micros_to_timestamp(since) }}
     {%- endif %}
 ),
 
@@ -38,7 +37,7 @@ final as (
         rows_counted as {{ column_name }},
         round(rows_counted / rows_landed, 4) as share,
         {{ max_share }} as max_share,
-        emitted_window
+        window_end_ingested_at
     from recent
     where rows_counted > {{ max_share }} * rows_landed
 )
