@@ -8,9 +8,10 @@
     event as the full recompute does. -#}
 {%- set segments = ref('entity_state_segments') -%}
 {%- set runs = ref('entity_state_runs') -%}
-{%- set is_first_build = not entity_state.is_built(this) -%}
+{%- set done_version = entity_state.progress_of(this, 'stays_version', is_version=true) -%}
+{#- a table without rows (a first build, or a build on --empty) counts every landed batch from scratch -#}
+{%- set is_first_build = done_version is none -%}
 {%- set low = none if is_first_build else entity_state.progress_of(this, 'window_end_ingested_at') -%}
-{%- set done_version = none if is_first_build else entity_state.progress_of(this, 'stays_version', is_version=true) -%}
 {%- set latest = entity_state.latest_version(segments) -%}
 {%- set applied_through = entity_state.progress_of(segments, 'watermark_ingested_at', 'is_open') -%}
 {#- the newest manifest window segments has applied, or that follows only windows with nothing to apply -#}

@@ -6,9 +6,10 @@
     table holds; its first build adds every closed stay at segments' newest commit. Applying the rows in
     `stays_version` order (retract, then add) rebuilds the closed stays of entity_state_view. -#}
 {%- set segments = ref('entity_state_segments') -%}
-{%- set done_version = entity_state.progress_of(this, 'stays_version', is_version=true) if entity_state.is_built(this) else none -%}
+{%- set done_version = entity_state.progress_of(this, 'stays_version', is_version=true) -%}
 {%- set latest = entity_state.latest_version(segments) -%}
-{%- set is_first_build = not entity_state.is_built(this) -%}
+{#- a table without rows (a first build, or a build on --empty) starts from segments' closed stays -#}
+{%- set is_first_build = done_version is none -%}
 {%- set has_new_commits = latest is not none and (done_version is none or latest > done_version) %}
 
 with

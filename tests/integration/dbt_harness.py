@@ -50,12 +50,6 @@ EVENTS_TABLE_COLUMNS = {
 }
 
 
-def recording_watermark(table: str) -> str:
-    """Regex of the statement that records `table`'s watermark after its write (its post-hook), not of the one that
-    records its write intent before it (the pre-hook of the tables written one partition per window)."""
-    return rf"alter table \S*{table}\S* set tblproperties \('entity_state\.watermark_micros'"
-
-
 class InjectedFailure(RuntimeError):
     """Raised in place of a SQL statement to simulate a failure at that point of a run."""
 

@@ -7,15 +7,15 @@ DBT_ARGS default to `run`; `--dump` writes the view, the segments table and the 
         [--then-land BATCH.parquet [--then-kill-at REGEX [--then-kill-when before|mid-write]]] [DBT_ARGS...]
 
 `--kill-at` sends SIGKILL to this process when dbt is about to execute the first statement matching REGEX
-(`before`), or while that statement's Spark job is writing files (`mid-write`: as soon as a staging folder shows up
-under the target table's location). The point reached is written to $ENTITY_STATE_HOME/killed_at before the kill.
+(`before`), or while that statement's Spark job is writing files (`mid-write`: as soon as a new data file shows up
+under the target table's location, before Delta commits it). The point reached is written to $ENTITY_STATE_HOME/killed_at before the kill.
 
 `--then-land` moves a batch file into the landing folder once dbt succeeded (and the dump is written), and runs dbt
 again in this process, killed as `--then-kill-at` says: one process both checks a rerun and is the next killed run,
 so a chain of kill points starts one JVM per point instead of two.
 
 With ENTITY_STATE_TARGET=cluster, dbt sends its statements to the Thrift Server: the kill is armed on that
-connection's cursor, the staging folders are watched in the cluster's warehouse (ENTITY_STATE_WAREHOUSE_DIR, a
+connection's cursor, the new data files are watched for in the cluster's warehouse (ENTITY_STATE_WAREHOUSE_DIR, a
 folder this machine sees), and the dump reads through the Thrift Server.
 """
 
@@ -36,7 +36,6 @@ from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt.cli.main import dbtRunner
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-STAGING_MARKERS = (".spark-staging-", "_temporary")
 
 
 def _home() -> Path:
@@ -49,7 +48,9 @@ def _die(point: str) -> None:
 
 
 def _table_location(sql: str) -> Path | None:
-    found = re.search(r"(?:insert (?:overwrite|into) table|create (?:or replace )?table)\s+(\S+)", sql, re.IGNORECASE)
+    found = re.search(
+        r"(?:insert (?:overwrite|into) table|create (?:or replace )?table|merge into)\s+(\S+)", sql, re.IGNORECASE
+    )
     if not found:
         return None
     schema, _, table = found.group(1).replace("`", "").rpartition(".")
@@ -57,9 +58,18 @@ def _table_location(sql: str) -> Path | None:
     return warehouse / f"{schema}.db" / table
 
 
-def _watch_for_staging(location: Path, statement_done: threading.Event) -> None:
+def _data_files(location: Path) -> set[Path]:
+    """The table's data files: Delta writes them where they stay, and only its commit in _delta_log makes them part
+    of the table."""
+    if not location.exists():
+        return set()
+    return {path for path in location.rglob("*.parquet") if "_delta_log" not in path.parts}
+
+
+def _watch_for_new_files(location: Path, statement_done: threading.Event) -> None:
+    before = _data_files(location)
     while not statement_done.is_set():
-        if location.exists() and any(marker in path.name for path in location.rglob("*") for marker in STAGING_MARKERS):
+        if _data_files(location) - before:
             _die("mid-write")
         time.sleep(0.002)
 
@@ -82,12 +92,12 @@ def _arm_kill(pattern: str, when: str) -> None:
         if location is None:
             raise SystemExit(f"--kill-when mid-write needs a write statement, got: {sql[:120]}")
         statement_done = threading.Event()
-        threading.Thread(target=_watch_for_staging, args=(location, statement_done), daemon=True).start()
+        threading.Thread(target=_watch_for_new_files, args=(location, statement_done), daemon=True).start()
         try:
             return original(self, sql, *parameters)
         finally:
             statement_done.set()
-            (_home() / "killed_at").write_text("missed: the write finished before a staging folder was seen")
+            (_home() / "killed_at").write_text("missed: the write finished before a new data file was seen")
 
     CURSOR.execute = execute
 

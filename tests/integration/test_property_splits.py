@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from tests.reference import Event
 
-from .dbt_harness import BUILD_ON_THE_STATE, failing_statement, recording_watermark
+from .dbt_harness import BUILD_ON_THE_STATE, failing_statement
 from .state_assertions import assert_batches_reconcile, assert_daily_matches_reference, assert_matches_reference
 
 BASE = datetime(2026, 5, 1, tzinfo=UTC)
@@ -37,20 +37,17 @@ STEPS = (
     "segments_alone",
     "current_alone",
     "current_fails",
-    "segments_watermark_fails",
+    "segments_fails",
     "partial_catch_up",
     "build",
 )
 
-# After a segments write that stopped before its watermark, `dbt run -s entity_state_batches entity_state_current_log`
-# lets current apply part of what that write walked (up to the newest arrival that closed a stay it wrote), so its
-# stored rows fall behind a repair segments holds. Drawn like the other steps; the two tests below take it where it
-# matters, which random draws reach rarely: the stopped segments write third, the partial catch-up fourth.
-PARTIAL_CATCH_UP = ("run", "-s", "path:models/staging", "entity_state_batches", "entity_state_current_log")
-# the batch counts read segments and the quarantine: selected before both were built, they fail as any dbt model
-# whose parents were never built, and current, which waits for them, is skipped
-PARTIAL_CATCH_UP_PARENTS = ("entity_state_segments", "events_rejected")
-STEPS_AHEAD_OF_CURRENT = ["run", "current_alone", "segments_watermark_fails", "partial_catch_up", "run"]
+# The batch counts and the current table without segments: they follow what segments has applied, and fail as any
+# dbt model whose parents were never built when segments or the run manifest is missing. Drawn like the other steps;
+# the tests below take it where it matters, after a segments merge that failed.
+PARTIAL_CATCH_UP = ("run", "-s", "path:models/staging", "entity_state_batches", "entity_state_current")
+PARTIAL_CATCH_UP_PARENTS = ("entity_state_segments", "entity_state_runs")
+STEPS_AHEAD_OF_CURRENT = ["run", "current_alone", "segments_fails", "partial_catch_up", "run"]
 
 stream = st.lists(
     st.tuples(
@@ -121,10 +118,7 @@ def with_rejected_rows(raw, rejected):
 
 
 def run_example(project, raw, steps, stale_after: timedelta | None = None) -> None:
-    """Land the drawn events batch by batch, taking the drawn step after each, and compare with the reference. The
-    log of open stays is compacted every third write, so the examples walk from a log of several windows and from
-    one written whole."""
-    project.settings = {"entity_state__compact_after_windows": 2}
+    """Land the drawn events batch by batch, taking the drawn step after each, and compare with the reference."""
     if stale_after is not None:
         project.settings["entity_state__stale_after"] = f"{int(stale_after.total_seconds() // 60)} minutes"
     events = [
@@ -150,17 +144,17 @@ def run_example(project, raw, steps, stale_after: timedelta | None = None) -> No
         elif step == "segments_alone":
             project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
         elif step == "current_alone":
-            project.dbt("run", "-s", "path:models/staging", "entity_state_current_log")
+            project.dbt("run", "-s", "path:models/staging", "entity_state_current")
         elif step == "partial_catch_up":
             if all(project.table_exists(table) for table in PARTIAL_CATCH_UP_PARENTS):
                 project.dbt(*PARTIAL_CATCH_UP)
             else:
                 assert not project.dbt(*PARTIAL_CATCH_UP, expect_success=False).success
         elif step == "current_fails":
-            with failing_statement(r"(insert into table|create table) \S*entity_state_current_log"):
+            with failing_statement(r"(merge into|create or replace table) \S*entity_state_current\b"):
                 project.dbt("run", expect_success=False)
-        elif step == "segments_watermark_fails":
-            with failing_statement(recording_watermark("entity_state_segments")):
+        elif step == "segments_fails":
+            with failing_statement(r"(merge into|create or replace table) \S*entity_state_segments\b"):
                 project.dbt("run", expect_success=False)
     project.dbt("run")
     assert_matches_reference(project, events)
@@ -168,11 +162,9 @@ def run_example(project, raw, steps, stale_after: timedelta | None = None) -> No
     assert_daily_matches_reference(project, events, stale_after)
 
 
-def test_a_repair_reads_the_stays_of_a_repair_written_ahead_of_the_current_table(project):
-    """e-2 is in B from minute 1. A segments write walks A at 5 (closing that stay) and a late B at 3, and stops
-    before its watermark; current then applies A at 5 only. e-2's stay B 1-5 is then only in a repair current has not
-    caught up with, so it does not stand for the stored row (A from 5). The next repair of B at 3 must still read B
-    at 1."""
+def test_a_failed_segments_merge_with_a_repair_then_the_counts_and_current_alone_converge(project):
+    """e-2 is in B from minute 1; A at 5 closes that stay, a late B at 3 is repaired in the run whose segments merge
+    fails; the batch counts and the current table then run alone, before segments has applied it."""
     raw = [
         ("acme", "e-2", "B", 1, 0),
         ("acme", "e-2", "A", 5, 1),
@@ -183,11 +175,9 @@ def test_a_repair_reads_the_stays_of_a_repair_written_ahead_of_the_current_table
     run_example(project, raw, STEPS_AHEAD_OF_CURRENT)
 
 
-def test_a_repair_ignores_standing_stays_that_a_repair_written_ahead_replaces(project):
-    """A at 0 and B at 2 make the stay A 0-2. A segments write walks a late B at 1 (A's stay now ends at 1) and B at
-    5, and stops before its watermark; current applies B at 1 only. A 0-2 still stands for the stored row, though
-    the row has applied B at 1. The repair of X at 3 must not start at that stay's end, 2 (B has events at 1 and 2):
-    it reads from the entity's first stay."""
+def test_a_repair_that_splits_a_stay_after_a_failed_merge_converges(project):
+    """A at 0 and B at 2 make the stay A 0-2; a late B at 1 ends A at 1 in the run whose segments merge fails; X at 3
+    then splits B's stay, repaired from the entity's first stay."""
     raw = [
         ("acme", "e-2", "A", 0, 0),
         ("acme", "e-2", "B", 2, 0),

@@ -23,7 +23,7 @@ import pytest
 from entity_state.landing import LANDED_SCHEMA
 from tests.reference import ClosedStay, Event, OpenStay, recompute
 
-from .dbt_harness import PROJECT_DIR, recording_watermark
+from .dbt_harness import PROJECT_DIR
 from .state_assertions import stays_from_changes
 
 SCHEMA = "entity_state_killed"
@@ -41,13 +41,14 @@ SECOND_BATCH = [
 ]
 
 KILL_POINTS = {
-    "before the segments write": (r"insert into table \S*entity_state_segments\b", "before"),
-    "in the middle of the segments write": (r"insert into table \S*entity_state_segments\b", "mid-write"),
-    "between the segments write and its watermark": (recording_watermark("entity_state_segments"), "before"),
-    "between the two state models": (r"insert into table \S*entity_state_current_log\b", "before"),
-    "in the middle of the current write": (r"insert into table \S*entity_state_current_log\b", "mid-write"),
-    "between the current write and its watermark": (recording_watermark("entity_state_current_log"), "before"),
-    "between the changes write and its watermark": (recording_watermark("entity_state_changes"), "before"),
+    "before the run manifest's write": (r"insert into table \S*entity_state_runs\b", "before"),
+    "before the segments merge": (r"merge into \S*entity_state_segments\b", "before"),
+    "in the middle of the segments merge": (r"merge into \S*entity_state_segments\b", "mid-write"),
+    "between segments and current": (r"merge into \S*entity_state_current\b", "before"),
+    "in the middle of the current merge": (r"merge into \S*entity_state_current\b", "mid-write"),
+    "before the batch counts' write": (r"insert into table \S*entity_state_batches\b", "before"),
+    "in the middle of the changes' write": (r"insert into table \S*entity_state_changes\b", "mid-write"),
+    "in the middle of the time in state's replace": (r"create or replace table \S*entity_state_daily_counted\b", "mid-write"),
 }
 
 # One batch per kill point for the chain of kill points on one state home, each landing a minute after the one before
@@ -164,13 +165,9 @@ def _assert_equals_reference(
     ]
     assert sorted(closed, key=repr) == sorted(reference.closed, key=repr)
     assert sorted(opened, key=repr) == sorted(reference.open, key=repr)
-    # each stay is emitted once as it closes; a repair emits its entity's stays again, in a write of its own
-    in_order = [
-        (r["tenant_id"], r["entity_id"], r["start_time"], r["state_id"])
-        for r in dump["entity_state_segments"]
-        if r["repaired_through_ingested_at"] is None
-    ]
-    assert len(in_order) == len(set(in_order)), "entity_state_segments emits a stay twice"
+    # one row per stay, by its key
+    keys = [(r["tenant_id"], r["entity_id"], r["start_time"], r["state_id"]) for r in dump["entity_state_segments"]]
+    assert len(keys) == len(set(keys)), "entity_state_segments holds a stay twice"
     assert stays_from_changes(dump["entity_state_changes"]) == sorted(reference.closed, key=repr), (
         "entity_state_changes does not rebuild the closed stays"
     )
@@ -269,7 +266,7 @@ def test_a_first_run_killed_while_it_builds_a_state_table_is_repaired_by_a_plain
     project.land(FIRST_BATCH, 1)
 
     killed = project.dbt(
-        "--kill-at", r"create table \S*entity_state_segments__rebuild_", "--kill-when", "mid-write", "run"
+        "--kill-at", r"create or replace table \S*entity_state_segments\b", "--kill-when", "mid-write", "run"
     )
 
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]

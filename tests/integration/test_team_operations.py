@@ -12,8 +12,9 @@ from tests.reference import Event
 from .state_assertions import assert_matches_reference
 
 STATE_MODELS = {
+    "entity_state_runs",
     "entity_state_segments",
-    "entity_state_current_log",
+    "entity_state_current",
     "entity_state_batches",
     "events_rejected",
     "entity_state_changes",
@@ -21,7 +22,6 @@ STATE_MODELS = {
 SCHEDULED_MODELS = STATE_MODELS | {
     "stg_landing_events",
     "stg_events",
-    "entity_state_current",
     "entity_state_view",
     "events_late",
     "entity_state_daily",
@@ -65,19 +65,18 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
     statuses = _statuses(scheduled)
     assert {name for name, status in statuses.items() if status == "success"} == SCHEDULED_MODELS
     tests = {name: status for name, status in statuses.items() if name not in SCHEDULED_MODELS}
-    # only the checks of entity_state_current_log (a row per entity and window), the one of entity_state_daily (a
-    # row per tenant, state and day), and the per-batch warnings on recent batches: no staging column tests over all
-    # landed rows, nothing over all closed stays, no audit
-    assert {name for name in tests if "entity_state_current_log" not in name} == {
+    # only the checks of entity_state_current (a row per entity), the one of entity_state_daily (a row per tenant,
+    # state and day), and the per-batch warnings on recent batches: no staging column tests over all landed rows,
+    # nothing over all closed stays, no audit
+    assert {name for name in tests if "entity_state_current" not in name} == {
         "assert_time_in_state_days_are_valid",
         "batch_share_at_most_entity_state_batches_rows_rejected__max_rejected_share",
         "batch_share_at_most_entity_state_batches_rows_late__max_late_share",
         "warn_stale_entities_per_tenant",
     }
-    log_key = "unique_combination_of_columns_entity_state_current_log_tenant_id__entity_id__emitted_window"
-    for name in (log_key, "not_null_columns_entity_state_current_log", "assert_time_in_state_days_are_valid"):
+    current_key = "unique_combination_of_columns_entity_state_current_tenant_id__entity_id"
+    for name in (current_key, "not_null_columns_entity_state_current", "assert_time_in_state_days_are_valid"):
         assert tests[name] == "pass", name
-    assert all(status == "pass" for name, status in tests.items() if "entity_state_current_log" in name), tests
 
     # the bad batch warns on both shares; the failing rows are stored for whoever looks at the warning
     warned = {r.node.name: r for r in scheduled.result if str(r.status) == "warn"}
@@ -88,7 +87,7 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
     for column, share in shares.items():
         result = warned[f"batch_share_at_most_entity_state_batches_{column}__max_{column[5:]}_share"]
         assert result.failures == 1
-        assert "emitted_window >= '" in result.node.compiled_code  # recent partitions only, never a full scan
+        assert "batch_ingested_at > timestamp_micros(" in result.node.compiled_code  # recent batches only
         stored = project.query(f"select batch_ingested_at, rows_landed, share from {result.node.relation_name}")
         assert [tuple(row.values()) for row in stored] == [(bad_batch_at.replace(tzinfo=None), 6, share)]
 
@@ -128,28 +127,14 @@ def test_a_state_table_changed_by_hand_or_an_old_or_wrong_setting_stops_the_run_
     project, monkeypatch
 ):
     for old, new in (
-        ("entity_state_buckets", "entity_state__compact_after_windows"),
-        ("entity_state__buckets", "entity_state__compact_after_windows"),
+        ("entity_state_buckets", "Delta Lake"),
+        ("entity_state__compact_after_windows", "Delta Lake"),
+        ("entity_state__log_buckets", "Delta Lake"),
         ("entity_state_audit_recompute", "--selector audit"),
     ):
         result = project.dbt("run", "--vars", f"{{{old}: 8}}", expect_success=False)
         assert not result.success
         assert f"The var '{old}' is set" in str(result.exception) and new in str(result.exception), result.exception
-    for wrong in ("0", "2.5", "true", "sixteen"):
-        result = project.dbt(
-            "run",
-            "-s",
-            "entity_state_current_log",
-            "--vars",
-            f"{{entity_state__compact_after_windows: {wrong}}}",
-            expect_success=False,
-        )
-        [error] = [r.message for r in result.result if str(r.status) == "error"]
-        assert "var entity_state__compact_after_windows must be a positive integer" in error, error
-    # read when the project is parsed: every command stops
-    for wrong in ("0", "2.5", "true", "four"):
-        result = project.dbt("run", "--vars", f"{{entity_state__log_buckets: {wrong}}}", expect_success=False)
-        assert "var entity_state__log_buckets must be a positive integer" in str(result.exception), result.exception
     # read by the profile, which cannot stop a run: the on-run-start hook does, before any model
     monkeypatch.setenv("ENTITY_STATE_DRIVER_KEPT_ALIVE", "ture")
     result = project.dbt("run", expect_success=False)
@@ -166,16 +151,13 @@ def test_a_state_table_changed_by_hand_or_an_old_or_wrong_setting_stops_the_run_
         project.execute(f"alter table {project.schema}.{table} add columns (note string)")
     project.land_moves(landed, arrival - timedelta(hours=1), arrival + timedelta(minutes=1), [("e-1", "C", 6)])
 
-    # `--empty`, which checks a state table without writing it, finds the change too; so does the quarantine, which
-    # has no row to write in this window
-    for run in (("run", "--empty"), ("run",)):
-        result = project.dbt(*run, expect_success=False)
-        errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
-        assert set(errors) == set(changed), (run, errors)
-        for table in changed:
-            message = errors[table]
-            assert "no longer match its model" in message and "Only in the table: note string" in message, message
-            assert f"dbt run --full-refresh -s {table}" in message, message
+    # dbt's own check (on_schema_change: fail) stops each before it writes; so it does for the quarantine, which has
+    # no row to write in this window
+    result = project.dbt("run", expect_success=False)
+    errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
+    assert set(errors) == set(changed), errors
+    for table in changed:
+        assert "out of sync" in errors[table] and "full_refresh" in errors[table], errors[table]
 
     # the way out the message gives
     project.dbt("run", "--full-refresh", "-s", *changed)
@@ -183,17 +165,17 @@ def test_a_state_table_changed_by_hand_or_an_old_or_wrong_setting_stops_the_run_
     assert_matches_reference(project, landed)
 
 
-def _state_properties(project, leave_out: str | None = None) -> dict[str, dict[str, str]]:
+def _state_rows(project) -> dict[str, list[str]]:
     return {
-        table: {row["key"]: row["value"] for row in project.query(f"show tblproperties {project.schema}.{table}")}
-        for table in sorted((STATE_MODELS | {"entity_state_daily_counted"}) - {leave_out})
+        table: sorted(map(repr, project.query(f"select * from {project.schema}.{table}")))
+        for table in sorted(STATE_MODELS | {"entity_state_daily_counted"})
     }
 
 
-def test_a_build_with_empty_checks_the_sql_and_leaves_the_state_as_it_was(project):
-    """`--empty` (dbt's check of every model's SQL on no rows) applies no landed event and moves no watermark, with
-    --full-refresh too; the next plain run applies everything landed since. A state table missing while the others
-    hold state stops it with a message."""
+def test_a_build_with_empty_checks_the_sql_and_a_plain_run_applies_what_landed(project):
+    """`--empty` (dbt's check of every model's SQL on no rows) applies no landed event; with --full-refresh it
+    rebuilds the tables empty, as dbt does. Either way the next plain run applies everything landed, because each
+    table's progress is its own rows. A state table dropped by hand is rebuilt the same way."""
     landed: list[Event] = []
     arrival = _now() - timedelta(hours=1)
     project.land_moves(landed, arrival - timedelta(hours=1), arrival, [("e-1", "A", 0), ("e-1", "B", 4)])
@@ -202,27 +184,18 @@ def test_a_build_with_empty_checks_the_sql_and_leaves_the_state_as_it_was(projec
     project.dbt("run")
     assert_matches_reference(project, landed)
 
-    before = _state_properties(project)
+    before = _state_rows(project)
     applied = list(landed)
     # e-1's A at minute 2 is late: a run that applied it would repair e-1
     project.land_moves(landed, arrival - timedelta(hours=1), arrival + timedelta(minutes=1), [("e-1", "A", 2)])
-    for empty in (("build", "--empty", "--exclude", "test_type:unit"), ("run", "--empty", "--full-refresh")):
-        project.dbt(*empty)
-        assert _state_properties(project) == before, empty
-        assert_matches_reference(project, applied)
+    project.dbt("build", "--empty", "--exclude", "test_type:unit")
+    assert _state_rows(project) == before
+    assert_matches_reference(project, applied)
+    project.dbt("run", "--empty", "--full-refresh")
+    project.dbt("run")
+    assert_matches_reference(project, landed)
 
-    # a state table missing while the others hold state (as after a full refresh killed between its two renames):
-    # built empty it would look caught up with them, so --empty stops before writing anything
-    project.execute(f"drop table {project.schema}.entity_state_current_log")
-    others = _state_properties(project, leave_out="entity_state_current_log")
-    result = project.dbt("run", "--empty", expect_success=False)
-    errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
-    assert set(errors) == {"entity_state_current_log"}, errors
-    assert "other state tables hold state already" in errors["entity_state_current_log"], errors
-    assert "plain `dbt run` first" in errors["entity_state_current_log"], errors
-    assert not project.table_exists("entity_state_current_log")
-    assert _state_properties(project, leave_out="entity_state_current_log") == others
-
+    project.execute(f"drop table {project.schema}.entity_state_current")
     project.dbt("run")
     assert_matches_reference(project, landed)
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.reference import Event
 
-from .dbt_harness import BUILD_ON_THE_STATE, InjectedFailure, failing_statement, recording_watermark
+from .dbt_harness import BUILD_ON_THE_STATE, InjectedFailure, failing_statement
 from .state_assertions import assert_matches_reference, segments_rows, view_stays
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -23,16 +23,16 @@ def test_selecting_one_model_at_a_time_in_any_order_converges(project):
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 5), ("e-2", "X", 1))
     # before segments ever ran: must not move
-    project.dbt("run", "-s", "path:models/staging", "entity_state_current_log")
+    project.dbt("run", "-s", "path:models/staging", "entity_state_current")
     project.dbt("run", "-s", "entity_state_segments")
     _batch(project, landed, 2, ("e-1", "C", 9), ("e-2", "Y", 3))
     project.dbt("run", "-s", "entity_state_segments")  # runs ahead of current twice
     project.dbt("run", "-s", "entity_state_segments")
-    project.dbt("run", "-s", "entity_state_current_log", "entity_state_current", "entity_state_view")
+    project.dbt("run", "-s", "entity_state_current", "entity_state_view")
     assert_matches_reference(project, landed)
 
     _batch(project, landed, 3, ("e-1", "A", 12))
-    project.dbt("run", "-s", "entity_state_current_log")  # alone again: nothing to catch up with yet
+    project.dbt("run", "-s", "entity_state_current")  # alone again: nothing to catch up with yet
     project.dbt("run")
     assert_matches_reference(project, landed)
 
@@ -43,7 +43,7 @@ def test_failure_between_the_two_writes_is_repaired_by_a_plain_rerun(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "A", 2))
     project.dbt("run")
     _batch(project, landed, 2, ("e-1", "B", 4), ("e-1", "C", 6), ("e-1", "C", 7))
-    with failing_statement(r"insert into table \S*entity_state_current_log\b") as hits:
+    with failing_statement(r"merge into \S*entity_state_current\b") as hits:
         result = project.dbt("run", expect_success=False)
     assert hits and not result.success
     _batch(project, landed, 3, ("e-1", "A", 8))
@@ -52,15 +52,15 @@ def test_failure_between_the_two_writes_is_repaired_by_a_plain_rerun(project):
 
 
 def test_a_repair_interrupted_at_each_write_is_finished_by_a_plain_rerun(project):
-    """A late event splits a closed stay; the run that repairs it fails writing the segments partition, then the
-    current rows, then the segments watermark; each plain rerun finishes the repair, once."""
+    """A late event splits a closed stay; the run that repairs it fails at the segments merge, then at the current
+    merge, then at the batch counts; each plain rerun finishes the repair, once."""
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 10), ("e-1", "C", 20), ("e-2", "A", 0))
     project.dbt("run")
     for minute, failing in (
-        (2, r"insert into table \S*entity_state_segments"),
-        (3, r"insert into table \S*entity_state_current_log\b"),
-        (4, recording_watermark("entity_state_segments")),
+        (2, r"merge into \S*entity_state_segments\b"),
+        (3, r"merge into \S*entity_state_current\b"),
+        (4, r"insert into table \S*entity_state_batches\b"),
     ):
         _batch(project, landed, minute, ("e-1", "D", 3 + minute), ("e-2", "B", minute))
         with failing_statement(failing) as hits:
@@ -80,23 +80,11 @@ def test_dbt_retry_after_a_failed_current_write(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4))
     project.dbt("run")
     _batch(project, landed, 2, ("e-1", "C", 5), ("e-1", "A", 6))
-    with failing_statement(r"insert into table \S*entity_state_current_log\b") as hits:
+    with failing_statement(r"merge into \S*entity_state_current\b") as hits:
         # dbt retry reads what to run again from this run's run_results.json
         assert not project.dbt("run", expect_success=False, write_artifacts=True).success
     assert hits
     project.dbt("retry")
-    assert_matches_reference(project, landed)
-
-
-def test_rows_written_but_watermark_not_recorded_are_not_emitted_twice(project):
-    landed: list[Event] = []
-    _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-2", "A", 1))
-    project.dbt("run")
-    _batch(project, landed, 2, ("e-1", "C", 6), ("e-2", "B", 2), ("e-2", "C", 3))
-    with failing_statement(recording_watermark("entity_state_segments")) as hits:
-        assert not project.dbt("run", expect_success=False).success
-    assert hits, "the failure was not injected"
-    project.dbt("run")
     assert_matches_reference(project, landed)
 
 
@@ -162,24 +150,16 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 4), ("e-1", "C", 6))
     project.dbt("run")
     # forge a wrong stay: the audit and the invariants must notice
-    project.execute(
-        f"insert into {project.schema}.entity_state_segments partition (emitted_window) "
-        f"select tenant_id, entity_id, state_id, 'Z', start_time, end_time, last_event_ts, closed_ingested_at, "
-        f"repaired_through_ingested_at, emitted_window from {project.schema}.entity_state_segments limit 1"
-    )
-    # and a stay that lost when the event that closed it arrived: the null check names the column
-    project.execute(
-        f"insert into {project.schema}.entity_state_segments partition (emitted_window) "
-        f"select tenant_id, entity_id, state_id, next_state_id, start_time, end_time, last_event_ts, null, "
-        f"repaired_through_ingested_at, emitted_window from {project.schema}.entity_state_segments "
-        f"where state_id = 'A' and next_state_id = 'B'"
-    )
+    segments = f"{project.schema}.entity_state_segments"
+    project.execute(f"update {segments} set next_state_id = 'Z' where state_id = 'B' and not is_open")
+    # and a stay that lost its state: the null check names the column
+    project.execute(f"update {segments} set state_id = null where state_id = 'A' and next_state_id = 'B'")
     # and a day of the time in state counted twice, and one long past with no state and negative seconds
     daily = f"{project.schema}.entity_state_daily_counted"
     project.execute(f"insert into {daily} select * from {daily} limit 1")
     project.execute(
         f"insert into {daily} select tenant_id, null, date'2000-01-01', -1.0d, stays_started, stays_ended, "
-        f"entities_in_state, counted_at, counted_through_ingested_at from {daily} limit 1"
+        f"entities_in_state, counted_at, counted_through_ingested_at, counted_stale_after from {daily} limit 1"
     )
     result = project.dbt("test", expect_success=False)
     failed = {r.node.name: r for r in result.result if r.status == "fail"}
@@ -191,7 +171,7 @@ def test_audit_test_fails_when_the_state_is_corrupted(project):
     assert any(name.startswith("assert_state_matches_full_recompute") for name in failed), failed
     null_check = failed["not_null_columns_entity_state_segments"]
     assert null_check.failures == 1
-    assert [row["null_columns"] for row in project.query(null_check.node.compiled_code)] == ["closed_ingested_at"]
+    assert [row["null_columns"] for row in project.query(null_check.node.compiled_code)] == ["state_id"]
     assert not result.success
 
 
@@ -200,7 +180,7 @@ def test_injected_failure_is_reported_as_a_failure(project):
     _batch(project, [], 1, ("e-1", "A", 0))
     project.dbt("run")
     _batch(project, [], 2, ("e-1", "B", 1))
-    with failing_statement(r"insert into table \S*entity_state_current_log\b") as hits:
+    with failing_statement(r"merge into \S*entity_state_current\b") as hits:
         result = project.dbt("run", expect_success=False)
     assert hits and not result.success
     assert any(isinstance(r, InjectedFailure) or "injected failure" in str(r.message) for r in result.result)
@@ -209,7 +189,7 @@ def test_injected_failure_is_reported_as_a_failure(project):
 def _tables(project):
     return {
         name: sorted(map(repr, project.query(f"select * from {project.schema}.{name}")))
-        for name in ("entity_state_segments", "entity_state_current_log", "entity_state_batches", "events_rejected")
+        for name in ("entity_state_segments", "entity_state_current", "entity_state_batches", "events_rejected")
     }
 
 
@@ -221,21 +201,18 @@ def test_a_failed_full_refresh_leaves_the_state_as_it_was(project):
     project.dbt("run")
     before = _tables(project)
 
-    # the new segments table is being built aside when the refresh fails
-    with failing_statement(r"create table \S*entity_state_segments__rebuild_") as hits:
+    # the refresh of segments fails: Delta's create or replace is one commit, so the old table stands
+    with failing_statement(r"create or replace table \S*entity_state_segments\b") as hits:
         assert not project.dbt("run", "--full-refresh", expect_success=False).success
     assert hits
     assert _tables(project) == before
     assert_matches_reference(project, landed)
 
-    # segments is swapped in, then the refresh of current fails: a plain run carries on from there
-    with failing_statement(r"create table \S*entity_state_current_log__rebuild_") as hits:
+    # segments is rebuilt, then the refresh of current fails: a plain run carries on from there
+    with failing_statement(r"create or replace table \S*entity_state_current\b") as hits:
         assert not project.dbt("run", "--full-refresh", expect_success=False).success
     assert hits
     assert_matches_reference(project, landed)
     _batch(project, landed, 3, ("e-1", "A", 8))
     project.dbt("run")
     assert_matches_reference(project, landed)
-    assert not [row for row in project.query(f"show tables in {project.schema}") if "__backup" in row["tableName"]], (
-        "a backup table was left behind"
-    )

@@ -1,11 +1,12 @@
 {{ config(tags=['audit']) }}
--- The incremental state must equal the batch recompute of every event the current table has processed.
+-- The incremental state must equal the batch recompute of every event segments has applied.
 -- Scans all history: `dbt build --selector audit` runs it, `--selector scheduled` leaves it out.
 with
 
 processed as (
     select max(watermark_ingested_at) as watermark_ingested_at
-    from {{ ref('entity_state_current') }}
+    from {{ ref('entity_state_segments') }}
+    where is_open
 ),
 
 events as (
