@@ -16,7 +16,17 @@
     {%- endif -%}
     {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
     {#- a table this run created has no type in dbt's relation cache, only its name -#}
-    {{ return(found is not none and found.type != 'view') }}
+    {%- if found is none or found.type == 'view' -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- if found.is_delta == false -%}
+        {%- do exceptions.raise_compiler_error(
+            relation ~ " is not a Delta Lake table: an earlier version of this project built it in parquet. Rebuild"
+            ~ " the state from the landed history, once: `dbt run --full-refresh` (README, \"Upgrading from the"
+            ~ " parquet state\"); it reads every landed event and replaces the state tables."
+        ) -%}
+    {%- endif -%}
+    {{ return(true) }}
 {% endmacro %}
 
 {#- How far a table's rows say it got: max(`column`) of `relation`'s rows that match `where`, in epoch microseconds for

@@ -8,7 +8,8 @@ DBT_ARGS default to `run`; `--dump` writes the view, the segments table and the 
 
 `--kill-at` sends SIGKILL to this process when dbt is about to execute the first statement matching REGEX
 (`before`), or while that statement's Spark job is writing files (`mid-write`: as soon as a new data file shows up
-under the target table's location, before Delta commits it). The point reached is written to $ENTITY_STATE_HOME/killed_at before the kill.
+under the target table's location, before Delta commits it). The point reached is written to
+$ENTITY_STATE_HOME/killed_at before the kill.
 
 `--then-land` moves a batch file into the landing folder once dbt succeeded (and the dump is written), and runs dbt
 again in this process, killed as `--then-kill-at` says: one process both checks a rerun and is the next killed run,

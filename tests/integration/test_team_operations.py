@@ -208,3 +208,24 @@ def test_compiling_and_documenting_need_no_built_table(project):
     assert project.dbt("ls", "--resource-type", "model").result
     project.dbt("docs", "generate")
     assert not [name for name in STATE_MODELS if project.table_exists(name)]
+
+
+def test_a_state_built_in_parquet_stops_the_run_with_the_upgrade_command_and_that_command_rebuilds_it(project):
+    """A state an earlier version wrote in plain parquet: a run refuses it and names the one command that rebuilds
+    the state from the landed history, which then equals the reference."""
+    landed: list[Event] = []
+    arrival = _now() - timedelta(hours=1)
+    project.land_moves(landed, arrival - timedelta(hours=1), arrival, [("e-1", "A", 0), ("e-1", "B", 4)])
+    project.dbt("run", "-s", "stg_landing_events")
+    project.execute(
+        f"create table {project.schema}.entity_state_segments using parquet as "
+        "select 'acme' as tenant_id, 'e-1' as entity_id, 'A' as state_id, current_timestamp() as start_time"
+    )
+    result = project.dbt("run", expect_success=False)
+    errors = {r.node.name: r.message for r in result.result if str(r.status) == "error"}
+    assert "entity_state_segments" in errors, errors
+    assert "not a Delta Lake table" in errors["entity_state_segments"], errors
+    assert "dbt run --full-refresh" in errors["entity_state_segments"], errors
+
+    project.dbt("run", "--full-refresh")
+    assert_matches_reference(project, landed)
