@@ -95,7 +95,9 @@ def assert_matches_reference(project: DbtProject, events: list[Event]) -> None:
     columns = "tenant_id, entity_id, state_id, start_time, last_event_ts, watermark_ingested_at"
     current = project.query(f"select {columns} from {project.schema}.entity_state_current")
     open_stays = project.query(f"select {columns} from {project.schema}.entity_state_segments where is_open")
-    assert sorted(map(repr, current)) == sorted(map(repr, open_stays)), "entity_state_current is not segments' open stays"
+    assert sorted(map(repr, current)) == sorted(map(repr, open_stays)), (
+        "entity_state_current is not segments' open stays"
+    )
     # a consumer applying the changes feed in order holds what the view shows (once a run has built the feed: a
     # test that selects only some models may not have)
     if project.query(f"show tables in {project.schema} like 'entity_state_changes'"):

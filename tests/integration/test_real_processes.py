@@ -48,7 +48,10 @@ KILL_POINTS = {
     "in the middle of the current merge": (r"merge into \S*entity_state_current\b", "mid-write"),
     "before the batch counts' write": (r"insert into table \S*entity_state_batches\b", "before"),
     "in the middle of the changes' write": (r"insert into table \S*entity_state_changes\b", "mid-write"),
-    "in the middle of the time in state's replace": (r"create or replace table \S*entity_state_daily_counted\b", "mid-write"),
+    "in the middle of the time in state's replace": (
+        r"create or replace table \S*entity_state_daily_counted\b",
+        "mid-write",
+    ),
 }
 
 # One batch per kill point for the chain of kill points on one state home, each landing a minute after the one before
