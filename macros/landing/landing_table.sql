@@ -178,8 +178,8 @@
     )) }}
 {% endmacro %}
 
-{#- The table properties in one table's `show table extended` text (`information`), as _listed_table_properties
-    reads them: none when the text is not such a listing or its line does not parse, an empty dict when it has no
+{#- The table properties in one table's `show table extended` text (`information`), for the landing
+    table's check: none when the text is not such a listing or its line does not parse, an empty dict when it has no
     such line. -#}
 {% macro _table_properties_in_listing(information) %}
     {%- if not information or not modules.re.search('(?m)^Type: ', information) -%}

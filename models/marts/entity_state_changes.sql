@@ -36,9 +36,16 @@ changed_rows as (
 
 changed_rows as (
     select
+        {%- if has_new_commits %}
         _commit_version as stays_version,
         _commit_timestamp as changed_at,
         case when _change_type in ('insert', 'update_postimage') then 1 else -1 end as change_sign,
+        {%- else %}
+        -- no commit since the newest one this table holds: no rows, and segments itself has no change columns
+        cast(null as bigint) as stays_version,
+        cast(null as timestamp) as changed_at,
+        1 as change_sign,
+        {%- endif %}
         tenant_id,
         entity_id,
         state_id,
