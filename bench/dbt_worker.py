@@ -4,13 +4,16 @@
 is started once by a warm-up, so a timed `dbt run` costs what a scheduler keeping dbt alive would pay: parse, hooks,
 metadata queries and the models, but no JVM start.
 
-`serve` also runs the benchmark's baseline job (bench/bare_incremental.py) in that session, on request.
+`serve` also runs the benchmark's baseline job (bench/bare_incremental.py) in that session, on request, and exports
+query results as parquet for the benchmark's checks (`export`).
 
 `bare`: a fresh SparkSession with the profile's settings that replays SQL statements dbt ran, to separate the cost
 of the queries from the cost of dbt around them.
 
 `bare-incremental`: the baseline job in a fresh SparkSession with the same settings, as a scheduler would start it:
 the bare counterpart of a `dbt run` as a new process.
+
+`export`: query results as parquet, in a fresh SparkSession (for the checks made when no worker is alive).
 """
 
 from __future__ import annotations
@@ -52,12 +55,11 @@ def serve() -> None:
             outcome = apply(SparkSession.builder.getOrCreate(), command["files"], Path(command["state"]))
             answers.write(json.dumps({"success": True, **outcome}) + "\n")
             continue
-        if command["cmd"] == "sql":
-            # statements of the harness itself (not timed), in the session dbt opened
+        if command["cmd"] == "export":
+            # queries of the harness itself (not timed), in the session dbt opened
             from pyspark.sql import SparkSession
 
-            for statement in command["statements"]:
-                SparkSession.builder.getOrCreate().sql(statement).collect()
+            _export(SparkSession.builder.getOrCreate(), command["queries"], command["folder"])
             answers.write(json.dumps({"success": True}) + "\n")
             continue
         started = time.perf_counter()
@@ -102,6 +104,21 @@ def bare_incremental(files_file: str, state: str) -> None:
     print(json.dumps({"session_seconds": session_seconds, **outcome}))
 
 
+def export(request_file: str) -> None:
+    """The queries of `request_file` (JSON: queries, folder) in a fresh session, as `serve`'s `export`."""
+    request = json.loads(Path(request_file).read_text())
+    spark = _bare_session()
+    _export(spark, request["queries"], request["folder"])
+    spark.stop()
+    print(json.dumps({"success": True}))
+
+
+def _export(spark, queries: dict[str, str], folder: str) -> None:
+    """Each query's rows as parquet files in `folder`/name."""
+    for name, query in queries.items():
+        spark.sql(query).coalesce(1).write.mode("overwrite").parquet(f"{folder}/{name}")
+
+
 def _bare_session():
     """A SparkSession with the local profile's settings, its driver started as a `dbt` command's."""
     from pyspark.sql import SparkSession
@@ -132,5 +149,7 @@ if __name__ == "__main__":
         serve()
     elif sys.argv[1] == "bare-incremental":
         bare_incremental(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "export":
+        export(sys.argv[2])
     else:
         bare(sys.argv[2])

@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-import yaml
 
 from entity_state.generate import EventStream, StreamConfig, batch_file_name, state_name
 from entity_state.landing import LANDED_SCHEMA, write_atomically
@@ -42,13 +41,9 @@ SCHEMA = "entity_state_bench"
 # the profile starts the in-process driver with the JVM compiler for one dbt invocation unless this says "true"
 KEPT_ALIVE = "ENTITY_STATE_DRIVER_KEPT_ALIVE"
 DRIVER_ARCHIVE = "ENTITY_STATE_DRIVER_ARCHIVE"
-STATE_MODELS = ("entity_state_segments", "entity_state_current_log")
-# the current state (a view) and the log of open stays it reads, which runs write
-CURRENT, CURRENT_LOG = "entity_state_current", "entity_state_current_log"
-# how many windows the log holds before a run compacts it: the project's default
-COMPACT_AFTER_WINDOWS = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["vars"][
-    "entity_state__compact_after_windows"
-]
+STATE_MODELS = ("entity_state_segments", "entity_state_current")
+# the current state: one row per entity, merged by entity from segments' open stays
+CURRENT = "entity_state_current"
 # the time-in-state table: its own column, to show what it adds to a run and that it follows the batch (the view
 # entity_state_daily over it costs a run nothing once created)
 DAILY_MODEL = "entity_state_daily_counted"
@@ -129,8 +124,8 @@ class Measurement:
     peak_rss: int
     phases: dict[str, float] = field(default_factory=dict)
     models: dict[str, float] = field(default_factory=dict)
-    # parquet bytes each table's files hold that the run wrote, and all its files hold after the run (point 4 of the
-    # performance issue: writes that follow the batch)
+    # bytes of data files each Delta table's commits during the run added, and its current version holds after the
+    # run (point 4 of the performance issue: writes that follow the batch); see delta_tables
     written: dict[str, int] = field(default_factory=dict)
     stored: dict[str, int] = field(default_factory=dict)
 
@@ -217,6 +212,10 @@ class Workspace:
         logs = self.home / "logs" / f"{self.runs:03d}"
         return [*args, "--log-format-file", "json", "--log-level-file", "debug", "--log-path", str(logs)], logs
 
+    def table(self, name: str) -> Path:
+        """The folder of dbt's table `name` in the warehouse (Delta: its data files and its `_delta_log`)."""
+        return self.home / "warehouse" / f"{SCHEMA}.db" / name
+
     def snapshot(self, name: str) -> Path:
         copy = self.home.parent / f"{self.home.name}.{name}"
         shutil.rmtree(copy, ignore_errors=True)
@@ -230,30 +229,36 @@ class Workspace:
             shutil.copytree(copy / part, self.home / part)
 
 
-def table_files(root: Path, since: float) -> tuple[dict[str, int], dict[str, int]]:
-    """Parquet bytes per table under a warehouse or state folder `root`: those in files written at or after `since`
-    (a time.time()), and all. A table's folder is the one under a database folder (`<schema>.db`), or under `root`.
-    Spark writes a replaced partition's files anew and renames them in, so a file's modification time is when the
-    run wrote its rows. The view entity_state_current gets the figures of the log it reads (CURRENT_LOG): what runs
-    wrote to the log, against what one row per entity takes, the log's oldest partition (written whole, by its build
-    or its last compaction)."""
+def delta_tables(root: Path, since: float) -> tuple[dict[str, int], dict[str, int]]:
+    """Bytes of data files per Delta table under a warehouse or state folder `root` (a table is the folder of a
+    `_delta_log`): those the table's commits at or after `since` (a time.time()) added, and those its current
+    version holds. Read from each table's log, which needs no Spark session (runs in other processes are measured
+    too), and gives what Spark would: a commit's new files are its `numTargetBytesAdded` in `describe history` for a
+    merge (`numOutputBytes` for a write), the live files `sizeInBytes` in `describe detail`. A file a commit only marks
+    rows of deleted (a deletion vector) comes again in the log with the same path: it is not new bytes. The files
+    deletion vectors are kept in (a few bytes per marked file) are not counted, as Delta's metrics leave them out."""
     written: dict[str, int] = {}
     stored: dict[str, int] = {}
-    log_partitions: dict[str, int] = {}
-    for path in root.rglob("*.parquet"):
-        parts = path.relative_to(root).parts
-        database = next((i for i, part in enumerate(parts) if part.endswith(".db")), -1)
-        table = parts[database + 1]
-        status = path.stat()
-        stored[table] = stored.get(table, 0) + status.st_size
-        if status.st_mtime >= since:
-            written[table] = written.get(table, 0) + status.st_size
-        if table == CURRENT_LOG:
-            partition = parts[database + 2]
-            log_partitions[partition] = log_partitions.get(partition, 0) + status.st_size
-    if log_partitions:
-        stored[CURRENT] = log_partitions[min(log_partitions)]
-        written[CURRENT] = written.get(CURRENT_LOG, 0)
+    for log in root.rglob("_delta_log"):
+        table = log.parent.name
+        live: dict[str, int] = {}
+        seen: set[str] = set()
+        added = 0
+        # every commit's JSON file stays (checkpoints come beside them; their cleanup keeps 30 days)
+        for commit in sorted(log.glob("[0-9]*.json")):
+            actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
+            committed_at = next(a["commitInfo"]["timestamp"] for a in actions if "commitInfo" in a) / 1000
+            for action in actions:
+                if "remove" in action:
+                    live.pop(action["remove"]["path"], None)
+            for action in actions:
+                if "add" in action:
+                    path, size = action["add"]["path"], action["add"]["size"]
+                    live[path] = size
+                    if path not in seen and committed_at >= since:
+                        added += size
+                    seen.add(path)
+        written[table], stored[table] = added, sum(live.values())
     return written, stored
 
 
@@ -298,15 +303,16 @@ class InProcessDbt:
             answer = json.loads(self.process.stdout.readline() or "null")
         if not answer or not answer["success"]:
             raise RuntimeError(f"the baseline job failed; see {self.workspace.home / 'worker.log'}")
-        written, stored = table_files(self.workspace.home / state, started)
+        written, stored = delta_tables(self.workspace.home / state, started)
         return Measurement(answer["seconds"], memory.peak, written=written, stored=stored)
 
-    def sql(self, statements: list[str]) -> None:
-        """Set-up statements in the worker's Spark session, outside any timed run."""
-        self.process.stdin.write(json.dumps({"cmd": "sql", "statements": statements}) + "\n")
+    def export(self, queries: dict[str, str], folder: Path) -> None:
+        """Each query's rows as parquet in `folder`/name, from the worker's Spark session, outside any timed run."""
+        request = {"cmd": "export", "queries": queries, "folder": str(folder)}
+        self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         if not json.loads(self.process.stdout.readline() or "null"):
-            raise RuntimeError(f"set-up statements failed; see {self.workspace.home / 'worker.log'}")
+            raise RuntimeError(f"the export failed; see {self.workspace.home / 'worker.log'}")
 
     def close(self) -> None:
         self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
@@ -370,7 +376,7 @@ def _measurement(
     events = [json.loads(line) for line in (logs / "dbt.log").read_text().splitlines() if line.startswith("{")]
     results = json.loads((workspace.home / "target" / "run_results.json").read_text())
     models = {r["unique_id"].split(".")[-1]: r["execution_time"] for r in results["results"]}
-    written, stored = table_files(workspace.home / "warehouse", started_at)
+    written, stored = delta_tables(workspace.home / "warehouse", started_at)
     return Measurement(seconds, peak, log_phases(events, seconds, new_process, starts_spark), models, written, stored)
 
 
@@ -381,7 +387,9 @@ STATEMENT_KINDS = [
     (
         "write",
         re.compile(
-            r"^\s*(insert|create\s+(or\s+replace\s+)?temporary\s+view|create\s+table\s+\S+.*\bas\b)", re.I | re.S
+            r"^\s*(insert|merge\s+into|create\s+(or\s+replace\s+)?temporary\s+view"
+            r"|create\s+(or\s+replace\s+)?table\s+\S+.*\bas\b)",
+            re.I | re.S,
         ),
     ),
     ("ddl", re.compile(r"^\s*(create|drop|alter)\b", re.I)),
@@ -468,7 +476,7 @@ def bare_process(workspace: Workspace, files: list[str], state: str) -> Measurem
     listing.write_text(json.dumps(files))
     started_at = time.time()
     result, seconds, peak = _bare_child(workspace, "bare-incremental", str(listing), str(workspace.home / state))
-    written, stored = table_files(workspace.home / state, started_at)
+    written, stored = delta_tables(workspace.home / state, started_at)
     phases = {SPARK_START: result["session_seconds"], "spark write statements": result["seconds"]}
     phases["python start and imports"] = max(0.0, seconds - sum(phases.values()))
     return Measurement(seconds, peak, phases, written=written, stored=stored)
@@ -540,8 +548,9 @@ class Results:
         print(f"  ratio {name}: {value:.2f} (goal {goal}: {'met' if met else 'NOT met'})", flush=True)
 
 
-def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
-    """Rows 1, 2 and the Spark side of 3: the same batch shape on growing histories, then a full refresh."""
+def history_scaling(results: Results, sizes: dict, out: Path) -> tuple[Workspace, pa.Table]:
+    """Rows 1, 2 and the Spark side of 3: the same batch shape on growing histories, then a full refresh. Returns the
+    workspace and the closed stays dbt holds at the end (sorted, see closed_stays)."""
     workspace = Workspace(out, "history")
     stream = EventStream(StreamConfig(entities=sizes["entities"], **NOISE))
     dbt = InProcessDbt(workspace)
@@ -584,37 +593,14 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
         label = f"incremental {sizes['small_batch']:,}-event batch on {history:,}-event history"
         small_row = results.add("versus", f"spark {label}", small, sizes["small_batch"], "")
         bare_small_row = results.add("bare", f"bare PySpark: {label}", bare_small, sizes["small_batch"], "")
-        # the run that compacts the log of open stays, once every COMPACT_AFTER_WINDOWS windows, with the
-        # project's settings: batches until the log holds that many windows, then the one run that compacts them,
-        # timed (the baseline applies the same files, unmeasured, to stay in step). The windows are counted as the
-        # log's partitions, which is what the log records only while no write or drop of it stopped (none does here)
-        for _ in range(COMPACT_AFTER_WINDOWS):
-            compacted_windows = logged_windows(workspace)
-            landed += workspace.land(stream, sizes["batch"], "large", sizes["batch_entities"])
-            if compacted_windows >= COMPACT_AFTER_WINDOWS:
-                compacting = dbt.invoke("run")
-                baseline()
-                break
-            dbt.invoke("run")
-            baseline()
-        else:
-            raise RuntimeError(f"{CURRENT_LOG} did not reach {COMPACT_AFTER_WINDOWS} windows")
-        if logged_windows(workspace) != 1:
-            raise RuntimeError(f"the run after {COMPACT_AFTER_WINDOWS} windows did not compact {CURRENT_LOG}")
-        label = (
-            f"incremental {sizes['batch']:,}-event batch on {history:,}-event history, compacting the log of "
-            f"{compacted_windows} windows"
-        )
-        compaction = results.add("compaction", label, [compacting], sizes["batch"], shape)
         full, bare_full = full_refresh_against_bare(results, dbt, sizes, landed, "refresh", "bare")
+        # the baseline does the same work: its closed stays are dbt's, from the full recompute (checked before the
+        # runs below move dbt's on) and from batch to batch
+        tables = {"dbt": workspace.table("entity_state_segments"), "bare": workspace.home / "bare_full_0" / "segments"}
+        stays = closed_stays(workspace, tables, dbt)
+        results.checks["closed stays identical: dbt and bare PySpark (recomputed)"] = stays["bare"].equals(stays["dbt"])
     finally:
         dbt.close()
-    # the baseline does the same work: its closed stays are dbt's, from the full recompute (checked before the runs
-    # below move dbt's on) and from batch to batch
-    recomputed = _sorted(_spark_closed_stays(workspace, workspace.home / "bare_full_0" / "segments"))
-    results.checks["closed stays identical: dbt and bare PySpark (recomputed)"] = recomputed.equals(
-        _sorted(_spark_closed_stays(workspace))
-    )
     # the same batch as a scheduler runs it: `dbt run` as a new process (with the driver archive `make demo` writes),
     # against the baseline job as a new process; both pay their JVM's start
     write_driver_archive(workspace)
@@ -637,10 +623,9 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     results.ratio(f"dbt - bare PySpark, {sizes['small_batch']:,}-event batch (seconds)", value, "<= 5", value <= 5)
     value = bare_full["events_per_second"] / full["events_per_second"]
     results.ratio("bare PySpark / full refresh, events per second", value, "<= 1.5", value <= 1.5)
-    found = _sorted(_spark_closed_stays(workspace, workspace.home / "bare" / "segments"))
-    results.checks["closed stays identical: dbt and bare PySpark (incremental)"] = found.equals(
-        _sorted(_spark_closed_stays(workspace))
-    )
+    tables = {"dbt": workspace.table("entity_state_segments"), "bare": workspace.home / "bare" / "segments"}
+    stays = closed_stays(workspace, tables)
+    results.checks["closed stays identical: dbt and bare PySpark (incremental)"] = stays["bare"].equals(stays["dbt"])
     smallest, largest = incremental[sizes["histories"][0]], incremental[sizes["histories"][-1]]
     for key, label in (
         ("seconds_median", ""),
@@ -654,7 +639,10 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
     value = full["state_models_seconds_median"] / largest["state_models_seconds_median"]
     results.ratio("full refresh / incremental (state models only)", value, ">= 10", value >= 10)
     # writes that follow the batch: "about" the touched share, counted met within twice it (a file's footer and
-    # compression do not shrink with its rows)
+    # compression do not shrink with its rows). The bytes of data files the run's merge into entity_state_current
+    # added (numTargetBytesAdded), against the bytes of its version after the run (sizeInBytes): with deletion
+    # vectors a merge writes the rows it changes anew and marks the old ones deleted, rather than rewriting the files
+    # that held them
     touched_share = sizes["batch_entities"] / sizes["entities"]
     value = rewritten_share(largest, CURRENT)
     results.ratio(
@@ -663,27 +651,11 @@ def history_scaling(results: Results, sizes: dict, out: Path) -> Workspace:
         f"<= {2 * touched_share:.2f}",
         value <= 2 * touched_share,
     )
-    # the same over a whole cycle of the log: one run in COMPACT_AFTER_WINDOWS compacts
-    value = ((COMPACT_AFTER_WINDOWS - 1) * value + rewritten_share(compaction, CURRENT)) / COMPACT_AFTER_WINDOWS
-    results.ratio(
-        f"the same, with one run in {COMPACT_AFTER_WINDOWS} compacting the log",
-        value,
-        f"<= {2 * touched_share:.2f}",
-        value <= 2 * touched_share,
-    )
-    value = compaction["seconds_median"] / largest["seconds_median"]
-    results.ratio("a compacting run / an incremental one, same batch", value, "(informative)", True)
-    return workspace
-
-
-def logged_windows(workspace: Workspace) -> int:
-    """The windows the log of open stays holds: its partitions on disk (a compaction drops the ones before it)."""
-    log = workspace.home / "warehouse" / f"{SCHEMA}.db" / CURRENT_LOG
-    return sum(1 for partition in log.glob("emitted_window=*") if partition.is_dir())
+    return workspace, stays["dbt"]
 
 
 def rewritten_share(row: dict, table: str) -> float:
-    """The share of `table`'s bytes (after the run) that a row's runs wrote, median of its runs."""
+    """The share of `table`'s bytes (its version after the run) that a row's runs wrote, median of its runs."""
     return row["written_bytes_median"].get(table, 0) / row["stored_bytes_median"][table]
 
 
@@ -744,15 +716,20 @@ def daily_scaling(results: Results, sizes: dict, out: Path) -> None:
 
 
 def _daily_recomputed_from(workspace: Workspace) -> str:
-    """The first day the last run's entity_state_daily_counted recomputed, from the marker in its compiled SQL."""
+    """The first day the last run's entity_state_daily_counted recomputed, from its compiled SQL: the day its read of
+    the stays starts from (`end_time >= cast(date'...' as timestamp)`), every day when it reads them all, none when
+    it keeps the rows it holds (models/questions/entity_state_daily_counted.sql)."""
     questions = workspace.home / "target" / "compiled" / "entity_state" / "models" / "questions"
-    compiled = questions / "entity_state_daily_counted.sql"
-    found = re.search(r"recomputed from (\d{4}-\d{2}-\d{2}|the first day)", compiled.read_text())
-    return found.group(1) if found else "?"
+    compiled = (questions / "entity_state_daily_counted.sql").read_text()
+    if "recomputed as (" not in compiled:
+        return "none (every row kept)"
+    found = re.search(r"end_time >= cast\(date'(\d{4}-\d{2}-\d{2})' as timestamp\)", compiled)
+    return found.group(1) if found else "the first day"
 
 
-def clickhouse(results: Results, sizes: dict, workspace: Workspace) -> None:
-    """Row 3: the same files, in the same order, through the write-up's views in chDB, one block per insert."""
+def clickhouse(results: Results, sizes: dict, workspace: Workspace, spark: pa.Table) -> None:
+    """Row 3: the same files, in the same order, through the write-up's views in chDB, one block per insert; `spark`:
+    the closed stays dbt wrote from them (closed_stays)."""
     plan = workspace.home / "chdb_plan.json"
     plan.write_text(json.dumps(workspace.files))
     stays_file = workspace.home / "chdb_closed_stays.parquet"
@@ -781,27 +758,41 @@ def clickhouse(results: Results, sizes: dict, workspace: Workspace) -> None:
             "(informative)",
             True,
         )
-    spark = _spark_closed_stays(workspace)
     chdb = pq.read_table(stays_file)
     results.checks["closed stays: spark"] = spark.num_rows
     results.checks["closed stays: chDB"] = chdb.num_rows
-    results.checks["closed stays identical"] = _sorted(spark).equals(_sorted(chdb))
+    results.checks["closed stays identical"] = spark.equals(_sorted(chdb))
     print(f"  same closed stays in spark and chDB: {results.checks['closed stays identical']}", flush=True)
 
 
-def _spark_closed_stays(workspace: Workspace, folder: Path | None = None) -> pa.Table:
-    """The closed stays dbt wrote (or those in `folder`, the baseline job's), for comparisons."""
-    folder = folder or workspace.home / "warehouse" / f"{SCHEMA}.db" / "entity_state_segments"
-    table = ds.dataset(folder, format="parquet", partitioning="hive").to_table(
-        columns=["tenant_id", "entity_id", "state_id", "next_state_id", "start_time", "end_time"]
-    )
-    return pa.table(
-        {
-            **{name: table[name] for name in ("tenant_id", "entity_id", "state_id", "next_state_id")},
-            "start_us": pc.cast(table["start_time"], pa.int64()),
-            "end_us": pc.cast(table["end_time"], pa.int64()),
-        }
-    )
+def closed_stays(workspace: Workspace, tables: dict[str, Path], dbt: InProcessDbt | None = None) -> dict[str, pa.Table]:
+    """The closed stays of each Delta segments table in `tables` (a name: its folder, dbt's or the baseline job's),
+    sorted, for comparisons. Spark reads them (a Delta table's rows are not its folder's files: its log says which
+    files count, their deletion vectors which rows of them), in the kept-alive worker `dbt` if given, else in a new
+    process (the metastore is not needed, but must not be held by a worker then), into parquet the bench reads."""
+    columns = "tenant_id, entity_id, state_id, next_state_id, start_time, end_time"
+    queries = {name: f"select {columns} from delta.`{folder}` where not is_open" for name, folder in tables.items()}
+    folder = workspace.home / "closed_stays"
+    shutil.rmtree(folder, ignore_errors=True)
+    if dbt is not None:
+        dbt.export(queries, folder)
+    else:
+        request = workspace.home / "export.json"
+        request.write_text(json.dumps({"queries": queries, "folder": str(folder)}))
+        _bare_child(workspace, "export", str(request))
+    found = {}
+    for name in queries:
+        table = ds.dataset(folder / name, format="parquet").to_table()
+        found[name] = _sorted(
+            pa.table(
+                {
+                    **{column: table[column] for column in ("tenant_id", "entity_id", "state_id", "next_state_id")},
+                    "start_us": pc.cast(table["start_time"], pa.int64()),
+                    "end_us": pc.cast(table["end_time"], pa.int64()),
+                }
+            )
+        )
+    return found
 
 
 def _sorted(table: pa.Table) -> pa.Table:
@@ -928,26 +919,11 @@ def landing_history(results: Results, sizes: dict, out: Path) -> None:
         build = dbt.invoke("run")
         results.add("build", f"dbt run over {files - 10 - reps:,} new files", [build], 0, "")
         timed["many"] = measure(f"{small:,}-event batch after {files:,} landed files")
-        # This history was built by one run, so the tables written one partition per run window have a handful of
-        # partitions; 10,000 runs would have left 10,000. Empty partitions of long-past windows stand in for them.
-        print(f"adding {files:,} past-window partitions to each table written per window", flush=True)
-        for table in ("entity_state_segments", "events_rejected", "entity_state_batches"):
-            for first in range(1, files + 1, 1_000):
-                specs = " ".join(
-                    f"partition (emitted_window = '{window:020d}_{0:020d}_{window:012x}')"
-                    for window in range(first, min(first + 1_000, files + 1))
-                )
-                dbt.sql([f"alter table {SCHEMA}.{table} add if not exists {specs}"])
-        timed["partitions"] = measure(f"{small:,}-event batch after {files:,} landed files and {files:,} past windows")
-        timed["many_no_skip"] = measure(
-            f"{small:,}-event batch after {files:,} files and past windows, old files not skipped", *no_skip
-        )
+        timed["many_no_skip"] = measure(f"{small:,}-event batch after {files:,} files, old files not skipped", *no_skip)
     finally:
         dbt.close()
     value = timed["many"]["seconds_median"] / timed["few"]["seconds_median"]
     results.ratio(f"{files:,} landed files / 10", value, "<= 1.3", value <= 1.3)
-    value = timed["partitions"]["seconds_median"] / timed["few"]["seconds_median"]
-    results.ratio(f"{files:,} landed files and past windows / 10", value, "<= 1.3", value <= 1.3)
     value = timed["many_no_skip"]["seconds_median"] / timed["few"]["seconds_median"]
     results.checks[f"{files:,} landed files / 10, old files not skipped (contrast, no goal)"] = round(value, 2)
     print(f"  contrast: {value:.2f} with old files not skipped", flush=True)
@@ -1039,15 +1015,17 @@ def long_history(results: Results, sizes: dict, out: Path) -> None:
         label = f"incremental {sizes['batch']:,}-event batch on {history:,}-event history"
         incremental = results.add("long", label, runs, sizes["batch"], shape)
         full, bare_full = full_refresh_against_bare(results, dbt, sizes, landed, "long", "long")
+        tables = {"dbt": workspace.table("entity_state_segments"), "bare": workspace.home / "bare_full_0" / "segments"}
+        stays = closed_stays(workspace, tables, dbt)
     finally:
         dbt.close()
     value = full["seconds_median"] / incremental["seconds_median"]
     results.ratio(f"full refresh / incremental at {history:,}", value, ">= 10", value >= 10)
     value = bare_full["events_per_second"] / full["events_per_second"]
     results.ratio(f"bare PySpark / full refresh at {history:,}, events per second", value, "<= 1.5", value <= 1.5)
-    expected = _sorted(_spark_closed_stays(workspace))
-    found = _sorted(_spark_closed_stays(workspace, workspace.home / "bare_full_0" / "segments"))
-    results.checks[f"closed stays identical: dbt and bare PySpark ({history:,} events)"] = found.equals(expected)
+    results.checks[f"closed stays identical: dbt and bare PySpark ({history:,} events)"] = stays["bare"].equals(
+        stays["dbt"]
+    )
 
 
 def _heavy_entity_rows(count: int, first: datetime, last: datetime, ingested_at: datetime) -> pa.Table:
@@ -1118,7 +1096,7 @@ def markdown(results: Results) -> str:
         lines.append(f"| {name} | {ratio['value']:.2f} | {ratio['goal']} | {'yes' if ratio['met'] else 'no'} |")
     lines += [
         "",
-        "| what each run writes (median MiB of parquet) | all tables | entity_state_current (share of it) "
+        "| what each run writes (median MiB of Delta data files) | all tables | entity_state_current (share of it) "
         "| entity_state_segments |",
         "| --- | ---: | ---: | ---: |",
     ]
@@ -1127,9 +1105,10 @@ def markdown(results: Results) -> str:
             current = "current" if row["group"] == "bare" else CURRENT
             segments = "segments" if row["group"] == "bare" else "entity_state_segments"
             written = row["written_bytes_median"]
-            share = f" ({rewritten_share(row, current):.0%})" if current in row["stored_bytes_median"] else ""
+            # a table can be empty after a run: no share of it
+            share = f" ({rewritten_share(row, current):.0%})" if row["stored_bytes_median"].get(current) else ""
             lines.append(
-                f"| {row['what']} | {sum(v for t, v in written.items() if t != CURRENT) / 2**20:,.2f} "
+                f"| {row['what']} | {sum(written.values()) / 2**20:,.2f} "
                 f"| {written.get(current, 0) / 2**20:,.2f}"
                 f"{share} | {written.get(segments, 0) / 2**20:,.2f} |"
             )
@@ -1233,9 +1212,9 @@ def main() -> int:
         (target / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
 
     if "history" in sections:
-        workspace = history_scaling(results, sizes, out)
+        workspace, stays = history_scaling(results, sizes, out)
         save()
-        clickhouse(results, sizes, workspace)
+        clickhouse(results, sizes, workspace, stays)
         save()
     if "fixed" in sections:
         fixed_cost(results, sizes, out)
