@@ -17,3 +17,20 @@
 {% macro relation_at_version(relation, version) %}
     {{ relation }} version as of {{ version | int }}
 {% endmacro %}
+
+{#- The newest commit of `relation` that built it anew (a first build or a full refresh: `create or replace`), none
+    when it is not built. The change data feed cannot be read across such a commit (its schema may differ), so a
+    follower behind it starts again from the rebuilt table. -#}
+{% macro rebuilt_version(relation) %}
+    {%- if not entity_state.is_built(relation) -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set builds = ['CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT'] -%}
+    {#- describe history lists the newest commit first -#}
+    {%- for commit in run_query('describe history ' ~ relation).rows if commit['operation'] in builds -%}
+        {%- if loop.first -%}
+            {{ return(commit['version'] | int) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}

@@ -10,7 +10,9 @@
 {%- set runs = ref('entity_state_runs') -%}
 {%- set done_version = entity_state.progress_of(this, 'stays_version', is_version=true) -%}
 {#- a table without rows (a first build, or a build on --empty) counts every landed batch from scratch -#}
-{%- set is_first_build = done_version is none -%}
+{%- set rebuilt = entity_state.rebuilt_version(segments) -%}
+{#- ... or one that follows segments from before its last rebuild (a full refresh of segments alone) -#}
+{%- set is_first_build = done_version is none or (rebuilt is not none and done_version < rebuilt) -%}
 {%- set low = none if is_first_build else entity_state.progress_of(this, 'window_end_ingested_at') -%}
 {%- set latest = entity_state.latest_version(segments) -%}
 {%- set applied_through = entity_state.progress_of(segments, 'watermark_ingested_at', 'is_open') -%}

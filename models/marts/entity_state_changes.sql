@@ -9,7 +9,9 @@
 {%- set done_version = entity_state.progress_of(this, 'stays_version', is_version=true) -%}
 {%- set latest = entity_state.latest_version(segments) -%}
 {#- a table without rows (a first build, or a build on --empty) starts from segments' closed stays -#}
-{%- set is_first_build = done_version is none -%}
+{%- set rebuilt = entity_state.rebuilt_version(segments) -%}
+{#- ... or one that follows segments from before its last rebuild (a full refresh of segments alone) -#}
+{%- set is_first_build = done_version is none or (rebuilt is not none and done_version < rebuilt) -%}
 {%- set has_new_commits = latest is not none and (done_version is none or latest > done_version) %}
 
 with

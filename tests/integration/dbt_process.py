@@ -135,6 +135,11 @@ def _select_all(table: str) -> list[dict[str, Any]]:
 
 
 def _jsonable(value: Any) -> Any:
+    """A value of a row as JSON holds it: timestamps as ISO text, nested structs (segments' batch_counts) as dicts."""
+    if hasattr(value, "asDict"):
+        return {key: _jsonable(item) for key, item in value.asDict().items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
