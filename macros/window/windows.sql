@@ -7,11 +7,15 @@
     {{ return(run_query(query).columns[0].values()[0]) }}
 {% endmacro %}
 
-{#- Whether `relation` is a table this run reads its own rows from: it exists (dbt's relation cache) and the run is
-    no full refresh. Unlike is_incremental(), true for any model's relation, so a model can ask about its parents;
-    false while compiling a schema that was never built. -#}
+{#- Whether `relation` is a table this run reads rows from: it exists (dbt's relation cache) and, for the model's own
+    table, the run is no full refresh. Unlike is_incremental(), true for any model's relation, so a model can ask
+    about its parents; false while compiling a schema that was never built. -#}
 {% macro is_built(relation) %}
-    {%- if not execute or relation is none or should_full_refresh() -%}
+    {%- if not execute or relation is none -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {#- a full refresh rebuilds the model's own table; the parents it reads were rebuilt before it -#}
+    {%- if relation.identifier == this.identifier and relation.schema == this.schema and should_full_refresh() -%}
         {{ return(false) }}
     {%- endif -%}
     {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
