@@ -142,7 +142,7 @@ def run_example(project, raw, steps, stale_after: timedelta | None = None) -> No
             assert_batches_reconcile(project, landed)
             assert_daily_matches_reference(project, landed, stale_after)
         elif step == "segments_alone":
-            project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
+            project.dbt("run", "-s", "path:models/staging", "entity_state_runs", "entity_state_segments")
         elif step == "current_alone":
             project.dbt("run", "-s", "path:models/staging", "entity_state_current")
         elif step == "partial_catch_up":

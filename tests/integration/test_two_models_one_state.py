@@ -13,6 +13,8 @@ from .state_assertions import assert_matches_reference, segments_rows, view_stay
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 ARRIVAL = datetime(2026, 3, 2, tzinfo=UTC)
+# segments with the run manifest, which opens the window of new arrivals every model of a run reads
+SEGMENTS_ALONE = ("entity_state_runs", "entity_state_segments")
 
 
 def _batch(project, landed, ingested_minute, *events):
@@ -24,10 +26,10 @@ def test_selecting_one_model_at_a_time_in_any_order_converges(project):
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 5), ("e-2", "X", 1))
     # before segments ever ran: must not move
     project.dbt("run", "-s", "path:models/staging", "entity_state_current")
-    project.dbt("run", "-s", "entity_state_segments")
+    project.dbt("run", "-s", *SEGMENTS_ALONE)
     _batch(project, landed, 2, ("e-1", "C", 9), ("e-2", "Y", 3))
-    project.dbt("run", "-s", "entity_state_segments")  # runs ahead of current twice
-    project.dbt("run", "-s", "entity_state_segments")
+    project.dbt("run", "-s", *SEGMENTS_ALONE)  # runs ahead of current twice
+    project.dbt("run", "-s", *SEGMENTS_ALONE)
     project.dbt("run", "-s", "entity_state_current", "entity_state_view")
     assert_matches_reference(project, landed)
 
@@ -121,15 +123,14 @@ def test_late_event_repairs_history_and_full_refresh_gives_the_same_view(project
 
 
 def test_a_late_event_before_the_current_table_is_first_built_is_repaired(project):
-    """Segments walks without a seed while the current table has never been built (here: segments run alone), so it
-    walks every event anyway; a stay it wrote earlier that a late event changes must still be replaced, not written
-    a second time beside the old one (found by the table-input property test)."""
+    """Segments run before the current table was ever built; a stay it wrote that a late event changes must be
+    replaced, not written a second time beside the old one (found by the table-input property test)."""
     landed: list[Event] = []
     _batch(project, landed, 1, ("e-1", "A", 0), ("e-1", "B", 6))
-    project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
+    project.dbt("run", "-s", "path:models/staging", *SEGMENTS_ALONE)
     # C at :03 is older than B at :06 of the batch before: it splits the stay A that segments already wrote
     _batch(project, landed, 2, ("e-1", "C", 3))
-    project.dbt("run", "-s", "path:models/staging", "entity_state_segments")
+    project.dbt("run", "-s", "path:models/staging", *SEGMENTS_ALONE)
     project.dbt(*BUILD_ON_THE_STATE)
     assert_matches_reference(project, landed)
     closed, _ = view_stays(project)
