@@ -1,6 +1,6 @@
-{#- The newest commit version of a Delta table (DESCRIBE HISTORY), none when it is not built. -#}
+{#- documented in _format__macros.yml; a relation with a row limit is a ref of `dbt build --empty` -#}
 {% macro latest_version(relation) %}
-    {%- if not entity_state.is_built(relation) -%}
+    {%- if relation.limit is not none or not entity_state.is_built(relation) -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
@@ -19,10 +19,10 @@
 {% endmacro %}
 
 {#- The newest commit of `relation` that built it anew (a first build or a full refresh: `create or replace`), none
-    when it is not built. The change data feed cannot be read across such a commit (its schema may differ), so a
+    when it is not built or a ref of `dbt build --empty`. The change data feed cannot be read across such a commit (its schema may differ), so a
     follower behind it starts again from the rebuilt table. -#}
 {% macro rebuilt_version(relation) %}
-    {%- if not entity_state.is_built(relation) -%}
+    {%- if relation.limit is not none or not entity_state.is_built(relation) -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set builds = ['CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT'] -%}

@@ -16,6 +16,11 @@
     {%- set segments = ref('entity_state_segments') -%}
     {%- set through = entity_state.progress_of(segments, 'watermark_ingested_at', 'is_open') -%}
     {%- set plan = {'recompute_from': none, 'watermark': through, 'is_counted': false} -%}
+    {#- `dbt build --empty` reads no stays (its refs have a row limit): the rows kept are the table's -#}
+    {%- if segments.limit is not none and entity_state.is_built(this) -%}
+        {%- do plan.update({'is_counted': true}) -%}
+        {{ return(plan) }}
+    {%- endif -%}
     {%- if not entity_state.is_built(this) or through is none -%}
         {{ return(plan) }}
     {%- endif -%}

@@ -10,9 +10,13 @@
 {%- set runs = ref('entity_state_runs') -%}
 {%- set done_version = entity_state.progress_of(this, 'stays_version', is_version=true) -%}
 {#- a table without rows (a first build, or a build on --empty) counts every landed batch from scratch -#}
+{%- set is_first_build = done_version is none -%}
+{#- one that follows segments from before its last rebuild (a full refresh of segments alone) cannot read the change
+    feed across it: it reads the rebuilt table whole, whose open stays carry the counts of every batch, then the
+    feed after it -#}
 {%- set rebuilt = entity_state.rebuilt_version(segments) -%}
-{#- ... or one that follows segments from before its last rebuild (a full refresh of segments alone) -#}
-{%- set is_first_build = done_version is none or (rebuilt is not none and done_version < rebuilt) -%}
+{%- set follows_a_rebuild = not is_first_build and rebuilt is not none and done_version < rebuilt -%}
+{%- set feed_from = rebuilt + 1 if follows_a_rebuild else (done_version if done_version is not none else -1) + 1 -%}
 {%- set low = none if is_first_build else entity_state.progress_of(this, 'window_end_ingested_at') -%}
 {%- set latest = entity_state.latest_version(segments) -%}
 {%- set applied_through = entity_state.progress_of(segments, 'watermark_ingested_at', 'is_open') -%}
@@ -85,10 +89,26 @@ written_stays as (
         is_open,
         closed_ingested_at,
         batch_counts
-    {%- if latest is not none and (done_version is none or latest > done_version) %}
-    from {{ entity_state.changes_between(segments, (done_version if done_version is not none else -1) + 1, latest) }}
+    {%- if follows_a_rebuild %}
+    from {{ entity_state.relation_at_version(segments, rebuilt) }}
+    {%- if latest > rebuilt %}
+
+    union all
+
+    select
+        tenant_id,
+        entity_id,
+        next_state_id,
+        end_time,
+        is_open,
+        closed_ingested_at,
+        batch_counts
+    {%- endif %}
+    {%- endif %}
+    {%- if latest is not none and latest >= feed_from %}
+    from {{ entity_state.changes_between(segments, feed_from, latest) }}
     where _change_type in ('insert', 'update_postimage')
-    {%- else %}
+    {%- elif not follows_a_rebuild %}
     from {{ segments }}
     where false
     {%- endif %}

@@ -10,8 +10,10 @@
 {%- set latest = entity_state.latest_version(segments) -%}
 {#- a table without rows (a first build, or a build on --empty) starts from segments' closed stays -#}
 {%- set rebuilt = entity_state.rebuilt_version(segments) -%}
-{#- ... or one that follows segments from before its last rebuild (a full refresh of segments alone) -#}
-{%- set is_first_build = done_version is none or (rebuilt is not none and done_version < rebuilt) -%}
+{#- ... or one that follows segments from before its last rebuild (a full refresh of segments alone), which also
+    retracts what it had added: its next version gives the difference, as for any commit -#}
+{%- set follows_a_rebuild = done_version is not none and rebuilt is not none and done_version < rebuilt -%}
+{%- set is_first_build = done_version is none or follows_a_rebuild -%}
 {%- set has_new_commits = latest is not none and (done_version is none or latest > done_version) %}
 
 with
@@ -33,6 +35,27 @@ changed_rows as (
         closed_ingested_at
     from {{ entity_state.relation_at_version(segments, latest) if latest is not none else segments }}
     where not is_open {{- ' and false' if latest is none }}
+    {%- if follows_a_rebuild %}
+
+    union all
+
+    -- the closed stays this table had given before segments was rebuilt, retracted at the rebuilt version
+    select
+        cast({{ latest }} as bigint) as stays_version,
+        current_timestamp() as changed_at,
+        -1 as change_sign,
+        tenant_id,
+        entity_id,
+        state_id,
+        next_state_id,
+        start_time,
+        end_time,
+        last_event_ts,
+        max(closed_ingested_at) as closed_ingested_at
+    from {{ this }}
+    group by tenant_id, entity_id, state_id, next_state_id, start_time, end_time, last_event_ts
+    having sum(case when change_kind = 'added' then 1 else -1 end) > 0
+    {%- endif %}
 ),
 {%- else %}
 
