@@ -125,6 +125,7 @@ walk_counts as (
     group by batch.batch_ingested_at
 ),
 {%- endif %}
+
 -- a stay is closed by the first event of the next one (its end_time and next_state_id)
 closed_counts as (
     select

@@ -6,7 +6,7 @@
     counted from that day on only. -#}
 {%- set stale_after = entity_state.stale_after() -%}
 {%- set first_moved_day -%}
-    (select to_date(counted_at {{- " - interval '" ~ stale_after ~ "'" if stale_after }}) from count_moment)
+(select to_date(counted_at {{- " - interval '" ~ stale_after ~ "'" if stale_after }}) from count_moment)
 {%- endset %}
 with
 
