@@ -67,8 +67,7 @@ def _data_files(location: Path) -> set[Path]:
     return {path for path in location.rglob("*.parquet") if "_delta_log" not in path.parts}
 
 
-def _watch_for_new_files(location: Path, statement_done: threading.Event) -> None:
-    before = _data_files(location)
+def _watch_for_new_files(location: Path, before: set[Path], statement_done: threading.Event) -> None:
     while not statement_done.is_set():
         if _data_files(location) - before:
             _die("mid-write")
@@ -93,7 +92,10 @@ def _arm_kill(pattern: str, when: str) -> None:
         if location is None:
             raise SystemExit(f"--kill-when mid-write needs a write statement, got: {sql[:120]}")
         statement_done = threading.Event()
-        threading.Thread(target=_watch_for_new_files, args=(location, statement_done), daemon=True).start()
+        # the files before the statement, listed before it is sent: a watcher started late under load would
+        # otherwise count the statement's own files as there before
+        before = _data_files(location)
+        threading.Thread(target=_watch_for_new_files, args=(location, before, statement_done), daemon=True).start()
         try:
             return original(self, sql, *parameters)
         finally:

@@ -35,8 +35,7 @@ pytestmark = pytest.mark.cluster
 
 T0 = datetime(2026, 6, 1, 7, 0, tzinfo=UTC)
 ARRIVAL = datetime(2026, 6, 2, tzinfo=UTC)
-SEGMENTS_WRITE = r"insert into table \S*entity_state_segments\b"
-STAGING_MARKERS = (".spark-staging-", "_temporary")
+SEGMENTS_WRITE = r"merge into \S*entity_state_segments\b"
 
 
 @pytest.fixture
@@ -72,8 +71,9 @@ def test_a_run_killed_while_the_server_writes_is_repaired_by_a_plain_rerun(tmp_p
         "mid-write",
         "run",
     )
-    assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]
-    assert (project.home / "killed_at").read_text() == "mid-write"
+    killed_at = project.home / "killed_at"
+    assert killed.returncode == -signal.SIGKILL, (killed_at.exists() and killed_at.read_text(), killed.stderr[-4000:])
+    assert killed_at.read_text() == "mid-write"
     project.landed += batch
     _assert_equals_reference(project.run_and_dump(), project.landed, repaired_batch=batch[0].ingested_at)
 
@@ -81,17 +81,21 @@ def test_a_run_killed_while_the_server_writes_is_repaired_by_a_plain_rerun(tmp_p
 @contextmanager
 def killing_worker_at(settings: cluster.Settings, pattern: str, worker: str = "worker-2") -> Iterator[list[str]]:
     """SIGKILL `worker` and its executor (its process group) during the first statement matching `pattern` (a write):
-    once its tasks stage files, else a second after it was sent, else once it finished, before the next statement.
+    once its tasks write a data file, else a second after it was sent, else once it finished, before the next statement.
     Yields a list that gets the moment of the kill; the worker is started again on leaving the block."""
     target = cluster.Component(worker, cluster.WORKER_CLASS, ())
     killed: list[str] = []
 
-    def kill(location: Path, finished: threading.Event) -> None:
+    def data_files(location: Path) -> set[Path]:
+        return set(location.rglob("*.parquet")) - set(location.glob("_delta_log/**/*")) if location.exists() else set()
+
+    def kill(location: Path, before: set[Path], finished: threading.Event) -> None:
         deadline = time.monotonic() + 1
-        moment = "while the write ran, before its tasks staged a file"
+        moment = "while the write ran, before its tasks wrote a data file"
         while time.monotonic() < deadline:
-            if location.exists() and any(m in p.name for p in location.rglob("*") for m in STAGING_MARKERS):
-                moment = "mid-write (tasks staging files)"
+            # Delta's tasks write their data files into the table's folder; the commit comes after them
+            if data_files(location) - before:
+                moment = "mid-write (tasks writing data files)"
                 break
             if finished.is_set():
                 moment = "after the write, before the next statement"
@@ -104,9 +108,11 @@ def killing_worker_at(settings: cluster.Settings, pattern: str, worker: str = "w
         def execute(self, sql: str, *parameters: Any, **keywords: Any) -> None:
             if killed or not re.search(pattern, sql, flags=re.IGNORECASE | re.DOTALL):
                 return original(self, sql, *parameters, **keywords)
-            schema, _, table = re.search(r"insert into table\s+(\S+)", sql).group(1).replace("`", "").rpartition(".")
+            written = re.search(r"(?:insert into table|merge into)\s+(\S+)", sql).group(1)
+            schema, _, table = written.replace("`", "").rpartition(".")
             finished = threading.Event()
-            killer = threading.Thread(target=kill, args=(settings.warehouse / f"{schema}.db" / table, finished))
+            location = settings.warehouse / f"{schema}.db" / table
+            killer = threading.Thread(target=kill, args=(location, data_files(location), finished))
             killer.start()
             try:
                 return original(self, sql, *parameters, **keywords)
