@@ -18,9 +18,7 @@
     {{ relation }} version as of {{ version | int }}
 {% endmacro %}
 
-{#- The newest commit of `relation` that built it anew (a first build or a full refresh: `create or replace`), none
-    when it is not built or a ref of `dbt build --empty`. The change data feed cannot be read across such a commit (its schema may differ), so a
-    follower behind it starts again from the rebuilt table. -#}
+{#- documented in _format__macros.yml -#}
 {% macro rebuilt_version(relation) %}
     {%- if relation.limit is not none or not entity_state.is_built(relation) -%}
         {{ return(none) }}

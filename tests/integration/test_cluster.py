@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ import pytest
 from entity_state import cluster
 from tests.reference import Event
 
-from .dbt_harness import CLUSTER_HOME, PROJECT_DIR, _cursor_execute_wrapped
+from .dbt_harness import CLUSTER_HOME, PROJECT_DIR, _cursor_execute_wrapped, thrift_connection
+from .dbt_process import _data_files
 from .state_assertions import assert_matches_reference
 from .test_real_processes import FIRST_BATCH, SECOND_BATCH, ProcessProject, _assert_equals_reference
 
@@ -55,9 +56,14 @@ def test_a_run_killed_while_the_server_writes_is_repaired_by_a_plain_rerun(tmp_p
     """A dbt process on the cluster target is killed (SIGKILL) while the Thrift Server runs its segments write for a
     batch with a late event; the server outlives its client, and a plain rerun ends as an uninterrupted run would."""
     project = ProcessProject(tmp_path / "home")
+    schema = f"entity_state_killed_{os.environ.get('PYTEST_XDIST_WORKER', 'gw0')}"
+    # the cluster outlives a test session: a state this test left there before would have applied its batches
+    # already, and the killed run would find nothing to write
+    with closing(thrift_connection()) as connection:
+        connection.cursor().execute(f"drop schema if exists {schema} cascade")
     project.env.update(
         ENTITY_STATE_TARGET="cluster",
-        ENTITY_STATE_SCHEMA=f"entity_state_killed_{os.environ.get('PYTEST_XDIST_WORKER', 'gw0')}",
+        ENTITY_STATE_SCHEMA=schema,
         ENTITY_STATE_WAREHOUSE_DIR=str(settings.warehouse),
     )
     project.land(FIRST_BATCH, 1)
@@ -86,15 +92,12 @@ def killing_worker_at(settings: cluster.Settings, pattern: str, worker: str = "w
     target = cluster.Component(worker, cluster.WORKER_CLASS, ())
     killed: list[str] = []
 
-    def data_files(location: Path) -> set[Path]:
-        return set(location.rglob("*.parquet")) - set(location.glob("_delta_log/**/*")) if location.exists() else set()
-
     def kill(location: Path, before: set[Path], finished: threading.Event) -> None:
         deadline = time.monotonic() + 1
         moment = "while the write ran, before its tasks wrote a data file"
         while time.monotonic() < deadline:
             # Delta's tasks write their data files into the table's folder; the commit comes after them
-            if data_files(location) - before:
+            if _data_files(location) - before:
                 moment = "mid-write (tasks writing data files)"
                 break
             if finished.is_set():
@@ -112,7 +115,7 @@ def killing_worker_at(settings: cluster.Settings, pattern: str, worker: str = "w
             schema, _, table = written.replace("`", "").rpartition(".")
             finished = threading.Event()
             location = settings.warehouse / f"{schema}.db" / table
-            killer = threading.Thread(target=kill, args=(location, data_files(location), finished))
+            killer = threading.Thread(target=kill, args=(location, _data_files(location), finished))
             killer.start()
             try:
                 return original(self, sql, *parameters, **keywords)
