@@ -17,7 +17,7 @@
     {%- set through = entity_state.progress_of(segments, 'watermark_ingested_at', 'is_open') -%}
     {%- set plan = {'recompute_from': none, 'watermark': through, 'is_counted': false} -%}
     {#- `dbt build --empty` reads no stays (its refs have a row limit): the rows kept are the table's -#}
-    {%- if segments.limit is not none and entity_state.is_built(this) -%}
+    {%- if entity_state.is_empty_ref(segments) and entity_state.is_built(this) -%}
         {%- do plan.update({'is_counted': true}) -%}
         {{ return(plan) }}
     {%- endif -%}

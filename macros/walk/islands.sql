@@ -5,9 +5,6 @@
              tenant_id, entity_id, state_id, start_time, last_event_ts, states_at_last_event_ts, watermark_ingested_at.
     history: with a seed, a relation or CTE name like `events` holding every landed event up to the window's end
              (repeats may be left in).
-    has_stored_stays: without a seed, whether the table the walk writes already holds stays (a run before its seed
-             table was first built): an entity with a late event is then marked repaired, so that its stays replace
-             the stored ones the late event changed.
     may_have_late_events: with a seed, false when no event of the window can be late (may_have_late_events): the
              walk is then planned without its repair, which would find no entity to repair, and needs no `history`.
 
@@ -22,9 +19,9 @@
     stored stay had an event at that start; the beginning when the late event is older than every stored one), so
     every stay from there on comes out, with repaired_through_ingested_at: the arrival of the newest event the repair
     walked (null for an entity walked from its seed). Without a seed every event is walked
-    anyway; with has_stored_stays an entity with a late event carries repaired_through_ingested_at all the same. -#}
+    anyway, and nothing is marked repaired. -#}
 {% macro entity_state_islands(
-    events, seed=none, history=none, has_stored_stays=false, may_have_late_events=true, counts_batches=false
+    events, seed=none, history=none, may_have_late_events=true, counts_batches=false
 ) %}
 {%- set walks_repairs = seed is not none and may_have_late_events -%}
 {%- if walks_repairs and history is none -%}
@@ -193,9 +190,8 @@ applied_events as (
         true as is_repaired
     from repair_events
     {%- elif seed is none %}
-        -- without a seed every event is walked, so nothing needs reading again; when the table already holds stays,
-        -- those of an entity with a late event may be ones the late event changed, which only a repair replaces
-        {{ 'max(is_late) over (partition by tenant_id, entity_id)' if has_stored_stays else 'false' }} as is_repaired
+        -- without a seed every event is walked, so nothing needs reading again
+        false as is_repaired
     from classified
     {%- endif %}
 ),

@@ -33,6 +33,11 @@
     {{ return(true) }}
 {% endmacro %}
 
+{#- documented in _window__macros.yml -#}
+{% macro is_empty_ref(relation) %}
+    {{ return(relation.limit is not none) }}
+{% endmacro %}
+
 {#- How far a table's rows say it got: max(`column`) of `relation`'s rows that match `where`, in epoch microseconds for
     a timestamp column (an arrival), as is for a commit version (`is_version`); none when the table is not built or
     holds no such row. -#}

@@ -14,11 +14,13 @@
 {#- one that follows segments from before its last rebuild (a full refresh of segments alone) cannot read the change
     feed across it: it reads the rebuilt table whole, whose open stays carry the counts of every batch, then the
     feed after it -#}
-{%- set rebuilt = entity_state.rebuilt_version(segments) -%}
+{%- set versions = entity_state.commit_versions(segments) -%}
+{%- set latest, rebuilt = versions.latest, versions.rebuilt -%}
 {%- set follows_a_rebuild = not is_first_build and rebuilt is not none and done_version < rebuilt -%}
 {%- set feed_from = rebuilt + 1 if follows_a_rebuild else (done_version if done_version is not none else -1) + 1 -%}
+{%- set reads_feed = latest is not none and latest >= feed_from -%}
+{%- set written_parts = (['rebuilt_stays'] if follows_a_rebuild else []) + (['fed_stays'] if reads_feed else []) -%}
 {%- set low = none if is_first_build else entity_state.progress_of(this, 'window_end_ingested_at') -%}
-{%- set latest = entity_state.latest_version(segments) -%}
 {%- set applied_through = entity_state.progress_of(segments, 'watermark_ingested_at', 'is_open') -%}
 {#- the newest manifest window segments has applied, or that follows only windows with nothing to apply -#}
 {%- set high = none if not execute or not entity_state.is_built(runs) else entity_state._query_value(
@@ -77,10 +79,10 @@ walk_counts as (
 ),
 {%- else %}
 
--- the stays segments wrote in its commits since the one this table followed last: the open ones carry their
--- entity's counts. (A query that reads the table besides its change feed loses the feed's columns, so the closed
--- stays are counted from here too.)
-written_stays as (
+{%- if follows_a_rebuild %}
+
+-- segments as its last rebuild wrote it: its open stays carry the counts of every batch before it
+rebuilt_stays as (
     select
         tenant_id,
         entity_id,
@@ -89,12 +91,16 @@ written_stays as (
         is_open,
         closed_ingested_at,
         batch_counts
-    {%- if follows_a_rebuild %}
     from {{ entity_state.relation_at_version(segments, rebuilt) }}
-    {%- if latest > rebuilt %}
+),
+{%- endif %}
 
-    union all
+{%- if reads_feed %}
 
+-- the stays segments wrote in its commits since the one this table followed last (or since its rebuild): the open
+-- ones carry their entity's counts. (A query that reads the table besides its change feed loses the feed's columns,
+-- so the closed stays are counted from here too.)
+fed_stays as (
     select
         tenant_id,
         entity_id,
@@ -103,15 +109,30 @@ written_stays as (
         is_open,
         closed_ingested_at,
         batch_counts
-    {%- endif %}
-    {%- endif %}
-    {%- if latest is not none and latest >= feed_from %}
     from {{ entity_state.changes_between(segments, feed_from, latest) }}
     where _change_type in ('insert', 'update_postimage')
-    {%- elif not follows_a_rebuild %}
+),
+{%- endif %}
+
+written_stays as (
+    {%- for part in written_parts %}
+    select * from {{ part }}
+    {%- if not loop.last %}
+
+    union all
+    {% endif %}
+    {%- else %}
+    select
+        tenant_id,
+        entity_id,
+        next_state_id,
+        end_time,
+        is_open,
+        closed_ingested_at,
+        batch_counts
     from {{ segments }}
     where false
-    {%- endif %}
+    {%- endfor %}
 ),
 
 walk_counts as (

@@ -7,9 +7,9 @@
     `stays_version` order (retract, then add) rebuilds the closed stays of entity_state_view. -#}
 {%- set segments = ref('entity_state_segments') -%}
 {%- set done_version = entity_state.progress_of(this, 'stays_version', is_version=true) -%}
-{%- set latest = entity_state.latest_version(segments) -%}
+{%- set versions = entity_state.commit_versions(segments) -%}
+{%- set latest, rebuilt = versions.latest, versions.rebuilt -%}
 {#- a table without rows (a first build, or a build on --empty) starts from segments' closed stays -#}
-{%- set rebuilt = entity_state.rebuilt_version(segments) -%}
 {#- ... or one that follows segments from before its last rebuild (a full refresh of segments alone), which also
     retracts what it had added: its next version gives the difference, as for any commit -#}
 {%- set follows_a_rebuild = done_version is not none and rebuilt is not none and done_version < rebuilt -%}
