@@ -1,6 +1,6 @@
-"""Everyday use by a dbt team: the selectors (scheduled, audit), the per-batch warnings, source freshness, `--empty`,
-and the checks that stop a run with a clear message (a state table changed by hand, an old var name, a mistyped
-setting)."""
+"""Everyday use by a dbt team: the selectors (scheduled, state, audit), the per-batch warnings, source freshness,
+`--empty`, and the checks that stop a run with a clear message (a state table changed by hand, an old var name, a
+mistyped setting)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 from tests.reference import Event
 
-from .state_assertions import assert_matches_reference
+from .state_assertions import (
+    assert_daily_matches_reference,
+    assert_matches_reference,
+    expected_stays,
+    stays_from_changes,
+    view_stays,
+)
 
 STATE_MODELS = {
     "entity_state_runs",
@@ -27,6 +33,9 @@ SCHEDULED_MODELS = STATE_MODELS | {
     "entity_state_daily",
     "entity_state_daily_counted",
 }
+
+# what `dbt run --selector state` runs: the state path, without the changes feed and the time in state
+STATE_PATH_MODELS = STATE_MODELS - {"entity_state_changes"} | {"stg_landing_events", "entity_state_view"}
 
 
 def _now() -> datetime:
@@ -102,6 +111,28 @@ def test_scheduled_build_runs_the_state_and_the_cheap_checks_and_audit_the_rest(
         == "pass"
     )
     assert not set(statuses) & (SCHEDULED_MODELS | set(tests)), "audit ran a state model or a scheduled test"
+
+
+def test_state_runs_between_scheduled_builds_and_the_next_build_catches_up(project):
+    """`--selector state` keeps the view, the current table, the quarantine and the batch counts fresh; the changes
+    feed and the time in state it leaves out follow from their own progress at the next scheduled build."""
+    landed: list[Event] = []
+    arrival = _now() - timedelta(hours=1)
+    project.land_moves(landed, arrival - timedelta(hours=1), arrival, [("e-1", "A", 0), ("e-1", "B", 4)])
+    project.dbt("build", "--selector", "scheduled")
+    project.land_moves(
+        landed, arrival - timedelta(hours=1), arrival + timedelta(minutes=5), [("e-1", "C", 9), ("e-2", "X", 2)]
+    )
+    state = project.dbt("run", "--selector", "state")
+    assert {name for name, status in _statuses(state).items() if status == "success"} == STATE_PATH_MODELS
+    # the view already shows the second batch; the feed has not followed it yet
+    assert view_stays(project) == expected_stays(landed)
+    changes = project.query(f"select * from {project.schema}.entity_state_changes")
+    assert stays_from_changes(changes) != expected_stays(landed)[0]
+
+    project.dbt("build", "--selector", "scheduled")
+    assert_matches_reference(project, landed)
+    assert_daily_matches_reference(project, landed)
 
 
 def test_source_freshness_passes_on_fresh_landing_and_errors_on_a_stale_one(project):
