@@ -93,14 +93,15 @@ def main() -> int:
     parser.add_argument("--entities", type=int, default=2_000)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--top", type=int, default=12, help="statements listed, costliest first")
+    parser.add_argument("--selector", help="the measured run's selector (selectors.yml), e.g. state; default all")
     args = parser.parse_args()
     workspace = Workspace(args.out.resolve(), "spark_jobs")
     os.environ.update(workspace.env, **{KEPT_ALIVE: "true"})
     os.chdir(PROJECT_DIR)
     from dbt.cli.main import dbtRunner
 
-    def dbt_run() -> float:
-        arguments, _ = workspace.dbt_args("run", "--quiet")
+    def dbt_run(*selection: str) -> float:
+        arguments, _ = workspace.dbt_args("run", "--quiet", *selection)
         started = time.perf_counter()
         result = dbtRunner().invoke(arguments)
         if not result.success:
@@ -115,7 +116,7 @@ def main() -> int:
     recorded: list[Statement] = []
     record_statements(recorded)
     workspace.land(stream, args.batch, "batch", args.batch)
-    seconds = dbt_run()
+    seconds = dbt_run(*(["--selector", args.selector] if args.selector else []))
     print(
         f"{args.batch:,}-event batch on {args.history:,} events: dbt run {seconds:.1f} s, {len(recorded)} statements "
         f"{sum(s.seconds for s in recorded):.1f} s, {sum(s.jobs for s in recorded)} Spark jobs, "
