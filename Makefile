@@ -195,10 +195,10 @@ test-cluster-ci: install ## cluster-up, test-cluster, then cluster-down, even wh
 
 test: lint test-unit test-integration test-adapter test-cluster-ci ## Everything CI runs
 
-bench-quick: install-bench ## Benchmark at small sizes (measured 9.8 minutes on 2 idle cores before the landed-files section); results in .local/bench/quick/
+bench-quick: install-bench ## Benchmark at small sizes; results in .local/bench/quick/
 	$(BIN)/python bench/run.py --mode quick
 
-bench: install-bench ## Full benchmark (measured 45 minutes on 2 cores at 05b17a9): 1M/2M/5M histories, 10,000 landed files, late events, a 20M history; results in bench/results/
+bench: install-bench ## Full benchmark: 1M/2M/5M histories, 10,000 landed files, late events, a 20M history (BENCHMARKS.md: how long each section takes); results in bench/results/
 	$(BIN)/python bench/run.py --mode full --results bench/results
 
 # Never the landing folder: it is the only copy of every landed batch (entity-state clean refuses if it lies inside
